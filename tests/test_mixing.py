@@ -1,0 +1,126 @@
+"""Exact cases for the mixing measurements: Kaplan-Meier, drift, hitting times, scaling, anchors."""
+
+import math
+
+import pytest
+import torch
+
+from tokendyn import mixing
+
+
+def test_survival_without_censoring_is_the_empirical_tail():
+    s = mixing.survival([1, 2, 2, 5], [False] * 4, [0, 1, 2, 3, 4, 5, 6])
+    assert s.surv.tolist() == [1.0, 0.75, 0.25, 0.25, 0.25, 0.0, 0.0]
+    assert s.known.all() and s.n_censored == 0
+    assert s.median() == 2.0
+
+
+def test_survival_kaplan_meier_with_censoring():
+    # times 1, 3(censored), 4, 6(censored): S(1)=3/4; at 4 two at risk, one dies: 3/4*1/2=3/8
+    s = mixing.survival([1, 3, 4, 6], [False, True, False, True], [0, 1, 2, 3, 4, 5, 6, 7])
+    assert torch.allclose(s.surv, torch.tensor([1, .75, .75, .75, .375, .375, .375, .375],
+                                               dtype=torch.float64))
+    # beyond the last (censored) observation only an upper bound is known
+    assert s.known.tolist() == [True] * 6 + [False, False]
+    assert s.median() == 4.0
+
+
+def test_survival_all_censored_at_budget_never_drops():
+    s = mixing.survival([100] * 3, [True] * 3, [0, 50, 99, 100, 200])
+    assert s.surv.tolist() == [1.0] * 5
+    assert s.known.tolist() == [True, True, True, False, False]
+    assert s.median() == math.inf
+
+
+def test_survival_rejects_bad_input():
+    with pytest.raises(ValueError, match="censored"):
+        mixing.survival([1, 2], [False], [0, 1])
+    with pytest.raises(ValueError, match="ascending"):
+        mixing.survival([1, 2], [False, False], [2, 1])
+    with pytest.raises(ValueError, match="censored"):
+        mixing.survival([1, math.inf], [False, False], [0, 1])
+
+
+def test_drift_is_one_minus_cosine():
+    e0 = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    et = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[0.0, 3.0], [1.0, 1.0]]])  # [T=2, B=2, d=2]
+    d = mixing.drift(et, e0)
+    assert d.shape == (2, 2)
+    assert torch.allclose(d, torch.tensor([[0.0, 0.0], [1.0, 1 - 1 / math.sqrt(2)]],
+                                          dtype=torch.float64))
+    with pytest.raises(ValueError, match="emb_t"):
+        mixing.drift(et[0], e0)
+
+
+def test_plateau_and_hitting_times():
+    t = torch.arange(8.0)
+    # chain 0 rises to 1 at t=2; chain 1 rises slowly and reaches 0.9 only at t=6
+    d = torch.tensor([[0, 0], [.5, .1], [1, .2], [1, .4], [1, .6], [1, .8], [1, .95], [1, .95]])
+    level, reached = mixing.plateau(d, tail=0.25)
+    assert level == pytest.approx((1 + 1 + .95 + .95) / 4)
+    assert reached is True
+    times, cens = mixing.hitting_times(d, t, level=0.9)
+    assert times.tolist() == [2.0, 6.0] and cens.tolist() == [False, False]
+    times, cens = mixing.hitting_times(d, t, level=0.99)
+    assert times.tolist() == [2.0, 7.0] and cens.tolist() == [False, True]
+    # an unreached plateau censors the whole group at the last recorded time
+    times, cens = mixing.hitting_times(d, t, level=0.5, reached=False)
+    assert times.tolist() == [7.0, 7.0] and cens.all()
+
+
+def test_plateau_detects_a_still_rising_curve():
+    d = torch.linspace(0, 1, 40)[:, None].expand(40, 5)
+    _, reached = mixing.plateau(d)
+    assert reached is False
+    with pytest.raises(ValueError, match="tail"):
+        mixing.plateau(d, tail=0.7)
+
+
+def test_scaling_fit_recovers_an_exact_n_log_n_law():
+    ns = [8, 16, 32, 64]
+    fit = mixing.scaling_fit(ns, [2.5 * n * math.log(n) for n in ns])
+    assert fit.C == pytest.approx(2.5)
+    assert fit.slope == pytest.approx(0.0, abs=1e-12)
+    # T ~ n^2 gives a ratio growing like n / ln n: a clearly positive slope
+    steep = mixing.scaling_fit(ns, [float(n * n) for n in ns])
+    assert steep.slope > 0.5
+    cens = mixing.scaling_fit(ns, [10.0, 20.0, math.inf, math.inf])
+    assert cens.C == math.inf and cens.ratios[2] == math.inf
+    with pytest.raises(ValueError, match="n="):
+        mixing.scaling_fit([1, 4], [1.0, 2.0])
+
+
+def test_crossover_brackets_the_first_mixing_temperature():
+    r = {0.5: math.inf, 1.0: 40.0, 1.5: 5.0, 2.0: 2.0, 5.0: 1.5}
+    assert mixing.crossover(r, blowup=3.0) == (1.5, 2.0)  # 5.0 > 3 * 1.5
+    assert mixing.crossover(r, blowup=4.0) == (1.0, 1.5)
+    assert mixing.crossover(r, blowup=30.0) == (0.5, 1.0)
+    lo, hi = mixing.crossover({1.0: 1.0, 2.0: 1.0})
+    assert math.isnan(lo) and hi == 1.0
+    lo, hi = mixing.crossover({1.0: math.inf, 2.0: math.inf})
+    assert lo == 2.0 and math.isnan(hi)
+
+
+def test_coupon_collector_exact_law():
+    assert mixing.coupon_collector_mean(1) == 1.0
+    assert mixing.coupon_collector_mean(4) == pytest.approx(4 * (1 + 1 / 2 + 1 / 3 + 1 / 4))
+    s = mixing.coupon_collector_survival(2, 4)
+    # n=2: first draw covers one site; then each draw covers the other with prob 1/2
+    assert torch.allclose(s, torch.tensor([1, 1, .5, .25, .125], dtype=torch.float64))
+    n = 8
+    s = mixing.coupon_collector_survival(n, 2000)
+    assert float(s.sum()) == pytest.approx(mixing.coupon_collector_mean(n), rel=1e-9)  # E T = sum P(T>t)
+
+
+def test_coupon_collector_survival_matches_simulation():
+    g = torch.Generator().manual_seed(0)
+    n, runs = 6, 4000
+    draws = torch.randint(n, (runs, 200), generator=g)
+    seen = torch.zeros(runs, n, dtype=torch.bool)
+    T = torch.full((runs,), -1)
+    for t in range(200):
+        seen[torch.arange(runs), draws[:, t]] = True
+        T = torch.where((T < 0) & seen.all(1), torch.tensor(t + 1), T)
+    emp = mixing.survival(T.double(), torch.zeros(runs, dtype=torch.bool), torch.arange(41.0))
+    exact = mixing.coupon_collector_survival(n, 40)
+    assert (emp.surv - exact).abs().max() < 0.03
