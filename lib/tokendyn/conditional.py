@@ -1,0 +1,209 @@
+"""The narrow model protocol every sampler and metric uses, and its adapter over masked LMs.
+
+A :class:`ConditionalModel` answers one question: the logits of ``p(x_i | x_-i)`` at ``tau = 1``
+for one site per row. Samplers (:mod:`tokendyn.glauber`), the rectangle test
+(:mod:`tokendyn.rectangle`) and the influence estimates (:mod:`tokendyn.influence`) only ever call
+``site_logits``, so exact toy models (:mod:`tokendyn.toy`) and real MLMs are interchangeable.
+
+:class:`MLMConditional` adapts any transformers ``*ForMaskedLM``. ``tokens`` hold content only;
+the adapter adds the fixed wrapping, masks the requested site, runs the encoder and applies the
+vocabulary head only at that site (the head is about half the cost at MiniLM size when applied
+everywhere). Wrapping schemes (``wrap=``):
+
+- ``"special"`` (default, the paper's): ``[CLS] x_1 .. x_n [SEP]`` for BERT and ModernBERT,
+  ``<s> x_1 .. x_n </s>`` for RoBERTa: the tokenizer's own ``cls_token_id`` / ``sep_token_id``
+  (falling back to ``bos`` / ``eos``), never the mask id.
+- ``"none"``: the content alone.
+
+Special tokens (and head rows beyond the tokenizer's vocabulary, e.g. ModernBERT's padding rows)
+are outside the support: their logits are ``-inf``. Logits are returned in float32 whatever dtype
+the model runs in, so categorical draws downstream are float32 or better.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+from torch import Tensor
+
+from .checks import check_choice, check_range
+
+WRAPS = ("special", "none")
+
+
+@runtime_checkable
+class ConditionalModel(Protocol):
+    """Local conditionals ``p(x_i | x_-i)`` over a vocabulary of ``vocab_size`` tokens."""
+
+    vocab_size: int
+
+    def site_logits(self, tokens: Tensor, sites: Tensor) -> Tensor:
+        """tokens ``[B, n]`` content token ids, sites ``[B]`` one site per row ->
+        ``[B, vocab_size]`` float logits of ``p(x_site | x_-site)`` at ``tau = 1`` with the site
+        masked; ``-inf`` for tokens outside the support (special tokens)."""
+        ...
+
+
+def check_shapes(tokens: Tensor, sites: Tensor) -> None:
+    """Shape and dtype checks of a ``site_logits`` call (no device sync, so cheap per step)."""
+    if tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"tokens must be an integer tensor [B, n], got {tuple(tokens.shape)} "
+                         f"{tokens.dtype}")
+    if sites.shape != tokens.shape[:1]:
+        raise ValueError(f"sites must have shape [B]={tuple(tokens.shape[:1])}, got {tuple(sites.shape)}")
+
+
+def check_tokens(model: ConditionalModel, tokens: Tensor, name: str = "tokens") -> None:
+    """Validate states once at a public entry point: ``[B, n]`` integer ids in
+    ``[0, vocab_size)``. Raises ``ValueError`` naming the argument."""
+    if tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"{name} must be an integer tensor [B, n], got {tuple(tokens.shape)} "
+                         f"{tokens.dtype}")
+    if tokens.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one site")
+    if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= model.vocab_size):
+        raise ValueError(f"{name} must lie in [0, vocab_size={model.vocab_size})")
+
+
+def _head_bert(m: Any) -> Callable[[Tensor], Tensor]:
+    return m.cls
+
+
+def _head_roberta(m: Any) -> Callable[[Tensor], Tensor]:
+    return m.lm_head
+
+
+def _head_modernbert(m: Any) -> Callable[[Tensor], Tensor]:
+    return lambda h: m.decoder(m.head(h))
+
+
+def _head_distilbert(m: Any) -> Callable[[Tensor], Tensor]:
+    return lambda h: m.vocab_projector(m.vocab_layer_norm(m.activation(m.vocab_transform(h))))
+
+
+# Architecture -> the vocabulary head as a function of hidden states [..., H] -> [..., V].
+# Anything else falls back to the full forward pass and a gather (correct, about twice the cost).
+_HEADS: dict[str, Callable[[Any], Callable[[Tensor], Tensor]]] = {
+    "BertForMaskedLM": _head_bert,
+    "RobertaForMaskedLM": _head_roberta,
+    "XLMRobertaForMaskedLM": _head_roberta,
+    "ModernBertForMaskedLM": _head_modernbert,
+    "DistilBertForMaskedLM": _head_distilbert,
+}
+
+
+def special_ids(tokenizer: Any) -> tuple[int, int, int]:
+    """``(cls_id, sep_id, mask_id)`` of a tokenizer: the ``"special"`` wrapping and the mask.
+
+    RoBERTa's ``cls``/``sep`` are ``<s>``/``</s>``; a tokenizer without them falls back to
+    ``bos``/``eos``. Raises ``ValueError`` if an id is missing or equals the mask id (the bug of a
+    well-known BERT Gibbs notebook).
+    """
+    cls_id = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+    sep_id = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+    mask_id = tokenizer.mask_token_id
+    if mask_id is None:
+        raise ValueError("the tokenizer has no mask token: not a masked LM tokenizer")
+    if cls_id is None or sep_id is None:
+        raise ValueError("the tokenizer has no cls/bos or sep/eos token: use wrap='none'")
+    if mask_id in (cls_id, sep_id):
+        raise ValueError(f"wrapping ids (cls={cls_id}, sep={sep_id}) must differ from mask={mask_id}")
+    return int(cls_id), int(sep_id), int(mask_id)
+
+
+class MLMConditional:
+    """:class:`ConditionalModel` over a transformers ``*ForMaskedLM`` and its tokenizer.
+
+    ``loaded`` is a :class:`tokendyn.models.LoadedMLM` (or anything with ``.model``,
+    ``.tokenizer`` and ``.name``). ``wrap`` is ``"special"`` or ``"none"`` (module docstring).
+    ``chunk`` bounds the rows per forward pass (memory). The model keeps its device and dtype
+    (bf16 on CUDA is fine); logits come back as float32 on the device of ``tokens``.
+    """
+
+    def __init__(self, loaded: Any, *, wrap: str = "special", chunk: int = 256) -> None:
+        check_choice("wrap", wrap, WRAPS)
+        check_range("chunk", chunk, 1, integer=True)
+        self.name = getattr(loaded, "name", type(loaded.model).__name__)
+        self.model = loaded.model.eval()
+        self.tokenizer = loaded.tokenizer
+        self.wrap = wrap
+        self.chunk = chunk
+        self.cls_id, self.sep_id, self.mask_id = special_ids(self.tokenizer)
+        self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
+        arch = type(self.model).__name__
+        self._head = _HEADS[arch](self.model) if arch in _HEADS else None
+        self._encoder = self.model.base_model if self._head is not None else None
+        # Outside the support: every special token and every head row past the tokenizer's vocab.
+        unsupported = torch.zeros(self.vocab_size, dtype=torch.bool)
+        unsupported[len(self.tokenizer):] = True
+        unsupported[[i for i in self.tokenizer.all_special_ids if i < self.vocab_size]] = True
+        self.unsupported = unsupported
+        self.support_size = int((~unsupported).sum())
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def offset(self) -> int:
+        """Position of content token 0 in the wrapped input (1 with ``wrap="special"``)."""
+        return 1 if self.wrap == "special" else 0
+
+    def wrap_ids(self, tokens: Tensor) -> Tensor:
+        """tokens ``[B, n]`` -> model input ids ``[B, n + 2]`` (``"special"``) or ``[B, n]``."""
+        if self.wrap == "none":
+            return tokens
+        b = tokens.shape[0]
+        cls = tokens.new_full((b, 1), self.cls_id)
+        sep = tokens.new_full((b, 1), self.sep_id)
+        return torch.cat([cls, tokens, sep], dim=1)
+
+    @torch.inference_mode()
+    def site_logits(self, tokens: Tensor, sites: Tensor) -> Tensor:
+        """tokens ``[B, n]``, sites ``[B]`` -> ``[B, vocab_size]`` float32 masked-site logits,
+        ``-inf`` outside the support."""
+        check_shapes(tokens, sites)
+        out_device = tokens.device
+        dev = self.device
+        tokens, sites = tokens.to(dev), sites.to(dev)
+        pieces = [self._chunk_logits(tokens[s:s + self.chunk], sites[s:s + self.chunk])
+                  for s in range(0, tokens.shape[0], self.chunk)]
+        logits = torch.cat(pieces, 0) if pieces else torch.empty(0, self.vocab_size, device=dev)
+        logits = logits.float().masked_fill(self.unsupported.to(dev), float("-inf"))
+        return logits.to(out_device)
+
+    def _chunk_logits(self, tokens: Tensor, sites: Tensor) -> Tensor:
+        ids = self.wrap_ids(tokens).clone()
+        rows = torch.arange(ids.shape[0], device=ids.device)
+        pos = sites + self.offset
+        ids[rows, pos] = self.mask_id
+        attn = torch.ones_like(ids)
+        if self._head is None:
+            return self.model(input_ids=ids, attention_mask=attn).logits[rows, pos]
+        hidden = self._encoder(input_ids=ids, attention_mask=attn).last_hidden_state
+        return self._head(hidden[rows, pos])
+
+
+def content_ids(loaded: Any, texts: Sequence[str], n: int) -> Tensor:
+    """The first ``n`` content token ids of each text (no special tokens) -> ``[len(texts), n]``.
+
+    Raises ``ValueError`` naming the text that has fewer than ``n`` tokens.
+    """
+    check_range("n", n, 1, integer=True)
+    tok = loaded.tokenizer
+    rows = []
+    for k, text in enumerate(texts):
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        if len(ids) < n:
+            raise ValueError(f"texts[{k}] has {len(ids)} tokens, fewer than n={n}: {text[:60]!r}")
+        rows.append(ids[:n])
+    if not rows:
+        raise ValueError("texts must not be empty")
+    return torch.tensor(rows, dtype=torch.long)
+
+
+def decode(loaded: Any, tokens: Tensor) -> list[str]:
+    """tokens ``[B, n]`` content ids -> ``B`` strings (the tokenizer's own detokenisation)."""
+    return [loaded.tokenizer.decode(row.tolist()) for row in tokens.reshape(-1, tokens.shape[-1])]

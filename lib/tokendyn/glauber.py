@@ -1,0 +1,234 @@
+"""Glauber dynamics on any :class:`~tokendyn.conditional.ConditionalModel`, batched and seeded.
+
+One Glauber step on a state ``x`` in ``V^n``: pick a site ``i`` and replace ``x_i`` by a draw from
+``p_tau(v | x_-i) ∝ exp(l_i(v) / tau)``. Each of the ``B`` rows of a batch is its own chain with
+its own site (one site for the whole batch would make the ``B`` chains one draw, not ``B``).
+
+The kernel is written BlackJAX-style, as a pure ``init`` / ``step`` pair over an explicit
+:class:`GlauberState`, with the randomness passed in as a ``torch.Generator``; :func:`sample` and
+:func:`coupling_times` are loops over ``step``-like updates. Nothing in a step reads a value back to
+the host, so a CUDA run is not synchronised per step (:func:`coupling_times` checks for early exit
+only every ``check_every`` steps).
+
+Precision: the categorical draw is an inverse-CDF draw in float64 from ``softmax(logits / tau)``
+with one uniform per chain, whatever dtype the model ran in. It is exact at ``tau = 0.05`` and at
+``tau = 100`` (``-inf`` logits stay at probability 0).
+
+Scans: ``"random"`` (the paper's chain) picks a fresh uniform site per chain per step;
+``"systematic"`` visits sites ``0, 1, ..., n-1, 0, ...`` (step ``t`` updates site ``t mod n``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .checks import check_choice, check_range
+from .conditional import ConditionalModel, check_tokens
+
+SCANS = ("random", "systematic")
+COUPLINGS = ("maximal", "crn")
+TAU_MIN, TAU_MAX = 1e-3, 1e4
+DRAW_DTYPE = torch.float64
+
+
+@dataclass(frozen=True)
+class GlauberState:
+    """The chains: ``tokens`` ``[B, n]`` content ids and ``t``, the number of steps taken."""
+
+    tokens: Tensor
+    t: int = 0
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """Output of :func:`sample`: final ``tokens`` ``[B, n]``; with ``record_every=k``,
+    ``trajectory`` ``[T, B, n]`` holds the states at ``steps_recorded`` ``[T]`` = ``0, k, 2k, ...``."""
+
+    tokens: Tensor
+    trajectory: Tensor | None = None
+    steps_recorded: Tensor | None = None
+
+
+@dataclass(frozen=True)
+class CouplingResult:
+    """Output of :func:`coupling_times`.
+
+    ``times`` ``[B]``: the first step at which the two chains of a row agree at every site
+    (``0`` if they start equal). A row that has not coupled within ``max_steps`` is censored:
+    its time is ``max_steps + 1`` and ``coupled`` ``[B]`` is False. Censored rows are kept, so
+    ``P(T > t)`` is read directly for every ``t <= max_steps``.
+    """
+
+    times: Tensor
+    coupled: Tensor
+    max_steps: int
+
+
+def check_tau(tau: float) -> None:
+    """``tau`` must lie in ``[1e-3, 1e4]`` (0.05 and 100 are well inside; draws stay exact)."""
+    check_range("tau", tau, TAU_MIN, TAU_MAX)
+
+
+def probabilities(logits: Tensor, tau: float) -> Tensor:
+    """logits ``[B, V]`` at ``tau = 1`` -> ``[B, V]`` float64 ``softmax(logits / tau)``."""
+    return torch.softmax(logits.to(DRAW_DTYPE) / tau, dim=-1)
+
+
+def inverse_cdf(weights: Tensor, u: Tensor) -> Tensor:
+    """Draw from unnormalised non-negative ``weights`` ``[B, V]`` with uniforms ``u`` ``[B]`` in
+    ``[0, 1)`` -> ``[B]`` ids. Never returns a zero-weight id when the row total is positive."""
+    c = weights.cumsum(-1)
+    target = (u.to(c.dtype) * c[:, -1]).unsqueeze(-1)
+    # The count of cumulative sums <= target is searchsorted(right=True), and faster on CPU.
+    idx = (c <= target).sum(-1)
+    return idx.clamp_max(weights.shape[-1] - 1)
+
+
+def _uniform(b: int, gen: torch.Generator, device: torch.device) -> Tensor:
+    return torch.rand(b, generator=gen, device=device, dtype=DRAW_DTYPE)
+
+
+def choose_sites(b: int, n: int, t: int, scan: str, gen: torch.Generator,
+                 device: torch.device) -> Tensor:
+    """Sites ``[b]`` for step ``t``: an independent uniform site per chain (``"random"``) or
+    ``t mod n`` (``"systematic"``)."""
+    if scan == "random":
+        return torch.randint(n, (b,), generator=gen, device=device)
+    return torch.full((b,), t % n, device=device, dtype=torch.long)
+
+
+def init(x0: Tensor) -> GlauberState:
+    """Start chains at ``x0`` ``[B, n]`` (copied)."""
+    return GlauberState(tokens=x0.clone(), t=0)
+
+
+def step(model: ConditionalModel, state: GlauberState, gen: torch.Generator, *, tau: float,
+         scan: str = "random") -> GlauberState:
+    """One Glauber step of every chain -> the new :class:`GlauberState` (inputs untouched).
+
+    Draws, in order, the sites (random scan) and one uniform per chain from ``gen``.
+    """
+    x = state.tokens
+    b, n = x.shape
+    sites = choose_sites(b, n, state.t, scan, gen, x.device)
+    p = probabilities(model.site_logits(x, sites), tau)
+    new = inverse_cdf(p, _uniform(b, gen, x.device))
+    x = x.clone()
+    x[torch.arange(b, device=x.device), sites] = new.to(x.dtype)
+    return GlauberState(tokens=x, t=state.t + 1)
+
+
+def make_generator(seed: int, device: torch.device | str) -> torch.Generator:
+    """An explicit generator on ``device`` seeded with ``seed``."""
+    check_range("seed", seed, 0, integer=True)
+    return torch.Generator(device=device).manual_seed(seed)
+
+
+def sample(model: ConditionalModel, x0: Tensor, *, steps: int, tau: float, seed: int,
+           scan: str = "random", record_every: int | None = None) -> SampleResult:
+    """Run ``steps`` Glauber steps from ``x0`` ``[B, n]`` at temperature ``tau``.
+
+    Returns final tokens ``[B, n]`` and, if ``record_every=k``, the states every ``k`` steps
+    (``[T, B, n]``, including step 0). The same seed gives the same chains bit for bit on CPU.
+    """
+    check_tokens(model, x0, "x0")
+    check_range("steps", steps, 0, integer=True)
+    check_tau(tau)
+    check_choice("scan", scan, SCANS)
+    if record_every is not None:
+        check_range("record_every", record_every, 1, integer=True)
+    gen = make_generator(seed, x0.device)
+    state = init(x0)
+    frames, at = ([state.tokens], [0]) if record_every else ([], [])
+    for _ in range(steps):
+        state = step(model, state, gen, tau=tau, scan=scan)
+        if record_every and state.t % record_every == 0:
+            frames.append(state.tokens)
+            at.append(state.t)
+    if not record_every:
+        return SampleResult(tokens=state.tokens)
+    return SampleResult(tokens=state.tokens, trajectory=torch.stack(frames),
+                        steps_recorded=torch.tensor(at))
+
+
+def coupled_draw(p: Tensor, q: Tensor, u1: Tensor, u2: Tensor, coupling: str) -> tuple[Tensor, Tensor]:
+    """Draw ``X ~ p``, ``Y ~ q`` (``[B, V]`` each) jointly -> ``([B], [B])``.
+
+    ``"maximal"``: with probability ``w = sum min(p, q) = 1 - TV(p, q)`` both take one draw from
+    ``min(p, q) / w``; otherwise each draws from its own residual ``(p - min) / (1 - w)``
+    (disjoint supports, so then ``X != Y``). ``P(X = Y) = 1 - TV``, the most any coupling allows.
+    ``"crn"``: both use the inverse CDF with the same uniform ``u1``.
+    """
+    if coupling == "crn":
+        return inverse_cdf(p, u1), inverse_cdf(q, u1)
+    m = torch.minimum(p, q)
+    w = m.sum(-1)
+    together = inverse_cdf(m, u2)
+    x = torch.where(u1 < w, together, inverse_cdf(p - m, u2))
+    y = torch.where(u1 < w, together, inverse_cdf(q - m, u2))
+    return x, y
+
+
+def coupling_times(model: ConditionalModel, x0: Tensor, y0: Tensor, *, tau: float, max_steps: int,
+                   seed: int, coupling: str = "maximal", scan: str = "random",
+                   check_every: int = 64) -> CouplingResult:
+    """Couple two Glauber chains per row (``x0``, ``y0`` ``[B, n]``): both update the same site
+    each step, with a ``coupling`` (``"maximal"`` or ``"crn"``) of their two site conditionals.
+
+    Returns :class:`CouplingResult`: each row's first all-sites agreement time, censored at
+    ``max_steps + 1`` (``coupled`` False). Once equal, two chains stay equal. The loop stops early
+    when every row has coupled, checked every ``check_every`` steps (the only host syncs).
+    ``P(T > t)`` bounds the distance to stationarity ``d(t)`` from these two starts.
+    """
+    check_tokens(model, x0, "x0")
+    check_tokens(model, y0, "y0")
+    if x0.shape != y0.shape:
+        raise ValueError(f"x0 and y0 must have the same shape, got {tuple(x0.shape)} and {tuple(y0.shape)}")
+    check_tau(tau)
+    check_range("max_steps", max_steps, 0, integer=True)
+    check_choice("coupling", coupling, COUPLINGS)
+    check_choice("scan", scan, SCANS)
+    check_range("check_every", check_every, 1, integer=True)
+    gen = make_generator(seed, x0.device)
+    b, n = x0.shape
+    dev = x0.device
+    rows = torch.arange(b, device=dev)
+    x, y = x0.clone(), y0.clone()
+    times = torch.where((x == y).all(1), 0, max_steps + 1).to(dev)
+    for t in range(max_steps):
+        sites = choose_sites(b, n, t, scan, gen, dev)
+        logits = model.site_logits(torch.cat([x, y]), torch.cat([sites, sites]))
+        probs = probabilities(logits, tau)
+        u1, u2 = _uniform(b, gen, dev), _uniform(b, gen, dev)
+        vx, vy = coupled_draw(probs[:b], probs[b:], u1, u2, coupling)
+        x[rows, sites] = vx.to(x.dtype)
+        y[rows, sites] = vy.to(y.dtype)
+        newly = (x == y).all(1) & (times > max_steps)
+        times = torch.where(newly, t + 1, times)
+        if (t + 1) % check_every == 0 and bool((times <= max_steps).all()):
+            break
+    return CouplingResult(times=times, coupled=times <= max_steps, max_steps=max_steps)
+
+
+def greedy_fixed_point(model: ConditionalModel, x0: Tensor, *, max_sweeps: int = 50) -> tuple[Tensor, Tensor]:
+    """The ``tau -> 0`` limit: systematic sweeps setting each site to its argmax until nothing
+    changes. x0 ``[B, n]`` -> (tokens ``[B, n]``, converged ``[B]`` bool). A converged row is a
+    *perfect trap*: every token is the model's argmax given the rest."""
+    check_tokens(model, x0, "x0")
+    check_range("max_sweeps", max_sweeps, 1, integer=True)
+    x = x0.clone()
+    b, n = x.shape
+    rows = torch.arange(b, device=x.device)
+    converged = torch.zeros(b, dtype=torch.bool, device=x.device)
+    for _ in range(max_sweeps):
+        before = x.clone()
+        for i in range(n):
+            sites = torch.full((b,), i, device=x.device, dtype=torch.long)
+            x[rows, sites] = model.site_logits(x, sites).argmax(-1).to(x.dtype)
+        converged = (x == before).all(1)
+        if bool(converged.all()):
+            break
+    return x, converged

@@ -1,0 +1,209 @@
+"""High- and low-temperature theory: influence, the Dobrushin bound, margins and trap dwell times.
+
+High temperature. The influence of site ``j`` on site ``i`` is
+``c_ij(tau) = sup_{x, y differing only at j} TV(p_tau(. | x_-i), p_tau(. | y_-i))`` and
+``alpha(tau) = max_i sum_j c_ij(tau)``. If ``alpha < 1`` path coupling gives
+``t_mix(eps) <= n log(n / eps) / (1 - alpha)`` (:func:`dobrushin_bound`).
+
+- :func:`exact_influence` enumerates every state of a toy model: the true sup.
+- :func:`estimate_influence` takes the max over sampled contexts and sampled alternatives at
+  ``j``: a **lower bound** on the sup, so ``alpha_hat`` crossing 1 says where Dobrushin's condition
+  fails for sure, not where it holds.
+
+Low temperature. If every site's current token beats every alternative by logit margin ``m``, a
+step leaves the state with probability at most ``(|V| - 1) exp(-m / tau)`` (:func:`margin_bound`).
+On a given state the exact per-step leave probability is
+``q = (1/n) sum_i (1 - p_tau(x_i | x_-i))`` (:func:`leave_probability`), so the number of steps spent
+in that exact state is Geometric(q) with mean ``1 / q``: compare with :func:`first_exit_times`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .checks import check_choice, check_range
+from .conditional import ConditionalModel, check_tokens
+from .glauber import check_tau, make_generator, probabilities
+from .rectangle import PROTOCOLS, choose_alternatives
+from .toy import PairwiseConditional, all_states
+
+
+@dataclass(frozen=True)
+class InfluenceEstimate:
+    """``c_max`` ``[T, n, n]``: max TV over the sampled (context, alternative) pairs, the lower
+    bound on ``c_ij(tau)``; ``c_mean`` ``[T, n, n]``: the mean over them; ``taus`` ``[T]``."""
+
+    c_max: Tensor
+    c_mean: Tensor
+    taus: Tensor
+
+    @property
+    def alpha_hat(self) -> Tensor:
+        """``[T]`` ``max_i sum_j c_max[i, j]``: a lower bound on ``alpha(tau)``."""
+        return alpha(self.c_max)
+
+
+def alpha(c: Tensor) -> Tensor:
+    """Dobrushin's ``alpha = max_i sum_j c_ij`` of influence matrices ``[..., n, n]`` -> ``[...]``."""
+    return c.sum(-1).amax(-1)
+
+
+def dobrushin_bound(alpha_value: float, n: int, eps: float = 0.25) -> float:
+    """``n log(n / eps) / (1 - alpha)`` steps (random scan); ``inf`` when ``alpha >= 1``."""
+    check_range("alpha_value", alpha_value, 0)
+    check_range("n", n, 1, integer=True)
+    check_range("eps", eps, 0, 1, lo_open=True)
+    return math.inf if alpha_value >= 1 else n * math.log(n / eps) / (1 - alpha_value)
+
+
+def tv(p: Tensor, q: Tensor) -> Tensor:
+    """Total variation between distributions ``[..., V]`` -> ``[...]``."""
+    return 0.5 * (p - q).abs().sum(-1)
+
+
+def _check_taus(taus: Sequence[float]) -> Tensor:
+    taus = list(taus)
+    if not taus:
+        raise ValueError("taus must not be empty")
+    for t in taus:
+        check_tau(t)
+    return torch.tensor(taus, dtype=torch.float64)
+
+
+def exact_influence(model: PairwiseConditional, taus: Sequence[float]) -> Tensor:
+    """The exact ``c_ij(tau)`` of a toy model by enumerating all ``q^n`` states -> ``[T, n, n]``."""
+    taus_t = _check_taus(taus)
+    n, q = model.n, model.q
+    S = all_states(n, q)
+    N = len(S)
+    out = torch.zeros(len(taus_t), n, n, dtype=torch.float64)
+    base = torch.stack([model.site_logits(S, torch.full((N,), i)) for i in range(n)])  # [n, N, q]
+    for j in range(n):
+        for v in range(q):
+            y = S.clone()
+            y[:, j] = v
+            for i in range(n):
+                if i == j:
+                    continue
+                ly = model.site_logits(y, torch.full((N,), i))
+                for t, tau in enumerate(taus_t.tolist()):
+                    d = tv(probabilities(base[i], tau), probabilities(ly, tau)).max()
+                    out[t, i, j] = torch.maximum(out[t, i, j], d)
+    return out
+
+
+def estimate_influence(model: ConditionalModel, contexts: Tensor, taus: Sequence[float], *,
+                       n_alt: int = 2, protocol: str = "uniform", seed: int = 0,
+                       chunk: int = 256) -> InfluenceEstimate:
+    """Sampled influence ``c_ij(tau)`` over contexts ``[C, n]`` and a grid ``taus``.
+
+    For each context ``x`` and site ``j``, ``n_alt`` alternatives ``y_j != x_j`` (``protocol``
+    ``"uniform"`` over the support, or ``"model"`` from ``p_1(. | x_-j)``); for every ``i != j`` the
+    TV between ``p_tau(. | x_-i)`` and ``p_tau(. | y_-i)``. Logits do not depend on ``tau``, so
+    one pass of ``C n (1 + n_alt (n - 1))`` masked evaluations serves the whole grid.
+    """
+    check_tokens(model, contexts, "contexts")
+    taus_t = _check_taus(taus)
+    check_range("n_alt", n_alt, 1, integer=True)
+    check_choice("protocol", protocol, PROTOCOLS)
+    check_range("chunk", chunk, 1, integer=True)
+    C, n = contexts.shape
+    if n < 2:
+        raise ValueError("contexts must have at least 2 sites")
+    dev = contexts.device
+    gen = make_generator(seed, "cpu")
+    sites = torch.arange(n, device=dev)
+    flat_x = contexts.repeat_interleave(n, 0)                     # [C n, n], row (c, s)
+    flat_s = sites.repeat(C)
+    base = model.site_logits(flat_x, flat_s).reshape(C, n, -1)    # [C, i, V]
+    alts = choose_alternatives(base.reshape(C * n, -1).cpu(), flat_x[torch.arange(C * n), flat_s].cpu(),
+                               n_alt, protocol, 1.0, gen).reshape(C, n, n_alt).to(dev)  # [C, j, a]
+    # Every (c, j, a, i != j) row: context c with alts[c, j, a] at j, evaluated at site i.
+    cc, jj, aa, ii = torch.meshgrid(torch.arange(C), torch.arange(n), torch.arange(n_alt),
+                                    torch.arange(n), indexing="ij")
+    keep = ii != jj
+    cc, jj, aa, ii = (t[keep].to(dev) for t in (cc, jj, aa, ii))
+    T = len(taus_t)
+    c_max = torch.zeros(T, n, n, dtype=torch.float64, device=dev)
+    c_sum = torch.zeros(T, n, n, dtype=torch.float64, device=dev)
+    for s in range(0, len(cc), chunk):
+        c_, j_, a_, i_ = cc[s:s + chunk], jj[s:s + chunk], aa[s:s + chunk], ii[s:s + chunk]
+        y = contexts[c_].clone()
+        y[torch.arange(len(c_), device=dev), j_] = alts[c_, j_, a_]
+        ly = model.site_logits(y, i_)
+        lx = base[c_, i_]
+        for t, tau in enumerate(taus_t.tolist()):
+            d = tv(probabilities(lx, tau), probabilities(ly, tau))
+            flat = (i_ * n + j_)
+            c_max[t].view(-1).scatter_reduce_(0, flat, d, reduce="amax")
+            c_sum[t].view(-1).index_add_(0, flat, d)
+    return InfluenceEstimate(c_max=c_max.cpu(), c_mean=(c_sum / (C * n_alt)).cpu(), taus=taus_t)
+
+
+def crossing(taus: Tensor, values: Tensor, level: float = 1.0) -> float:
+    """The ``tau`` where ``values`` ``[T]`` (over increasing ``taus`` ``[T]``) last falls through
+    ``level``, by log-linear interpolation; ``nan`` if it never crosses."""
+    above = (values >= level).tolist()
+    for k in range(len(above) - 1, 0, -1):
+        if above[k - 1] and not above[k]:
+            t0, t1 = math.log(taus[k - 1]), math.log(taus[k])
+            v0, v1 = float(values[k - 1]), float(values[k])
+            return math.exp(t0 + (v0 - level) / (v0 - v1) * (t1 - t0))
+    return math.nan
+
+
+def all_site_logits(model: ConditionalModel, x: Tensor) -> Tensor:
+    """Masked logits at every site: x ``[B, n]`` -> ``[B, n, V]`` (``B n`` evaluations)."""
+    b, n = x.shape
+    sites = torch.arange(n, device=x.device).repeat(b)
+    return model.site_logits(x.repeat_interleave(n, 0), sites).reshape(b, n, -1)
+
+
+def site_margins(model: ConditionalModel, x: Tensor) -> Tensor:
+    """Logit margin of each current token over its best alternative, at ``tau = 1``:
+    x ``[B, n]`` -> ``[B, n]``. Positive everywhere iff ``x`` is a perfect trap (all argmax)."""
+    check_tokens(model, x, "x")
+    L = all_site_logits(model, x).double()
+    cur = L.gather(-1, x.unsqueeze(-1)).squeeze(-1)
+    best_other = L.scatter(-1, x.unsqueeze(-1), float("-inf")).amax(-1)
+    return cur - best_other
+
+
+def margin_bound(margin: float, support_size: int, tau: float) -> float:
+    """Upper bound ``(|V| - 1) exp(-m / tau)`` on the per-step leave probability of any state whose
+    every site has margin ``>= m``."""
+    check_range("support_size", support_size, 1, integer=True)
+    check_tau(tau)
+    return (support_size - 1) * math.exp(-margin / tau)
+
+
+def leave_probability(model: ConditionalModel, x: Tensor, tau: float) -> Tensor:
+    """Exact per-step leave probability of random-scan Glauber from ``x`` ``[B, n]`` -> ``[B]``:
+    ``q = (1/n) sum_i (1 - p_tau(x_i | x_-i))``."""
+    check_tokens(model, x, "x")
+    check_tau(tau)
+    p = probabilities(all_site_logits(model, x), tau)
+    stay = p.gather(-1, x.unsqueeze(-1)).squeeze(-1)
+    return (1 - stay).mean(-1)
+
+
+def first_exit_times(trajectory: Tensor) -> tuple[Tensor, Tensor]:
+    """Steps until each chain first leaves its starting state, from a trajectory recorded every
+    step ``[T + 1, B, n]`` -> (times ``[B]``, exited ``[B]``). A chain still in its start after
+    ``T`` steps is censored at ``T + 1`` with ``exited`` False."""
+    T = trajectory.shape[0] - 1
+    moved = (trajectory[1:] != trajectory[:1]).any(-1)               # [T, B]
+    exited = moved.any(0)
+    first = torch.where(exited, moved.float().argmax(0) + 1, torch.full_like(exited, T + 1, dtype=torch.long))
+    return first.long(), exited
+
+
+def geometric_survival(q: float, t: Tensor) -> Tensor:
+    """``P(T > t) = (1 - q)^t`` for a Geometric(q) dwell time, at steps ``t`` ``[K]`` -> ``[K]``."""
+    check_range("q", q, 0, 1)
+    return (1 - q) ** t.double()

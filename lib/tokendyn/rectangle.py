@@ -1,0 +1,252 @@
+"""The rectangle test of compatibility, its autoregressive control and the K x K Arnold-Press grid.
+
+For sites ``i != j`` with current tokens ``a = x_i``, ``b = x_j`` and alternatives ``a'``, ``b'``::
+
+    delta = | [l_i(a'|b) - l_i(a|b)] + [l_j(b'|a') - l_j(b|a')]
+            - [l_j(b'|a) - l_j(b|a)] - [l_i(a'|b') - l_i(a|b')] | / tau
+
+where ``l_i(.|b)`` are the masked-site logits at ``i`` with ``b`` at ``j`` (rest of ``x`` fixed).
+Log-normalisers cancel inside each bracket, so four masked evaluations give one ``delta``. If a
+joint ``pi`` had these conditionals both paths would equal ``log pi(z) / pi(x)`` and ``delta = 0``.
+
+Alternatives (:func:`draw_rectangles`): ``protocol="model"`` draws ``a'`` from the model's own
+conditional ``p_tau(. | x_-i)`` with the current token excluded (the states a chain actually
+visits); ``protocol="uniform"`` draws it uniformly over the support minus the current token.
+
+:func:`arnold_press` generalises the rectangle to ``K`` values at ``i`` and ``K`` at ``j``
+(Arnold & Press 1989; Torroba Hennigen & Kim 2023): the conditionals are compatible on the grid iff
+``M[k, l] = log p_i(a_k | b_l) - log p_j(b_l | a_k)`` is additive, ``u_k + v_l``. Every 2 x 2 minor
+contrast of ``M`` is a rectangle ``delta``; ``2 K`` masked evaluations give all ``K^2 (K-1)^2 / 4``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .checks import check_choice, check_range
+from .conditional import ConditionalModel, check_tokens
+from .glauber import check_tau, make_generator
+
+PROTOCOLS = ("model", "uniform")
+
+
+@dataclass(frozen=True)
+class Rectangles:
+    """One rectangle per row: sites ``i``, ``j`` and alternatives ``a2`` (at ``i``), ``b2`` (at ``j``),
+    each ``[B]``."""
+
+    i: Tensor
+    j: Tensor
+    a2: Tensor
+    b2: Tensor
+
+
+@dataclass(frozen=True)
+class ArnoldPressResult:
+    """Per row: ``log_ratio`` ``M`` ``[B, K, K]``, its double-centred ``residual`` ``[B, K, K]``
+    (zero iff compatible on the grid), ``rms`` ``[B]`` of the residual and ``max_delta`` ``[B]``, the
+    largest rectangle ``delta`` among the grid's 2 x 2 minors."""
+
+    log_ratio: Tensor
+    residual: Tensor
+    rms: Tensor
+    max_delta: Tensor
+
+
+def _with(x: Tensor, site: Tensor, value: Tensor) -> Tensor:
+    """x ``[B, n]`` with ``x[r, site[r]] = value[r]`` (a copy)."""
+    y = x.clone()
+    y[torch.arange(x.shape[0], device=x.device), site] = value.to(x.dtype)
+    return y
+
+
+def _check_pair(x: Tensor, i: Tensor, j: Tensor) -> None:
+    b, n = x.shape
+    for name, s in (("i", i), ("j", j)):
+        if s.shape != (b,):
+            raise ValueError(f"{name} must have shape [B]={(b,)}, got {tuple(s.shape)}")
+        if int(s.min()) < 0 or int(s.max()) >= n:
+            raise ValueError(f"{name} must lie in [0, n={n})")
+    if bool((i == j).any()):
+        raise ValueError("i and j must differ in every row")
+
+
+def _gather(logits: Tensor, ids: Tensor) -> Tensor:
+    return logits.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+
+
+def delta(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, a_new: Tensor, b_new: Tensor,
+          *, tau: float = 1.0, signed: bool = False) -> Tensor:
+    """Rectangle discrepancy per row: x ``[B, n]``, sites ``i``, ``j`` ``[B]``, alternatives
+    ``a_new`` (at ``i``), ``b_new`` (at ``j``) ``[B]`` -> ``[B]`` float64 (``signed`` keeps the sign).
+
+    One batched call of ``4 B`` masked evaluations. Raises ``ValueError`` if a token of the
+    rectangle is outside the support (its logit is ``-inf``).
+    """
+    check_tokens(model, x, "x")
+    _check_pair(x, i, j)
+    check_tau(tau)
+    a, b = _gather(x, i), _gather(x, j)
+    w = _with(x, j, b_new)   # (a, b')
+    y = _with(x, i, a_new)   # (a', b)
+    L = model.site_logits(torch.cat([x, w, x, y]), torch.cat([i, i, j, j])).double()
+    Li_b, Li_b2, Lj_a, Lj_a2 = L.chunk(4)
+    terms = torch.stack([_gather(Li_b, a_new), _gather(Li_b, a), _gather(Li_b2, a_new), _gather(Li_b2, a),
+                         _gather(Lj_a, b_new), _gather(Lj_a, b), _gather(Lj_a2, b_new), _gather(Lj_a2, b)])
+    if not bool(torch.isfinite(terms).all()):
+        raise ValueError("a token of the rectangle is outside the model's support (logit -inf)")
+    li_ab_new, li_ab, li_b2_new, li_b2 = terms[:4]
+    lj_a_new, lj_a, lj_a2_new, lj_a2 = terms[4:]
+    d = (li_ab_new - li_ab) + (lj_a2_new - lj_a2) - (lj_a_new - lj_a) - (li_b2_new - li_b2)
+    d = d / tau
+    return d if signed else d.abs()
+
+
+def delta_from_log_joint(lp_x: Tensor, lp_y: Tensor, lp_w: Tensor, lp_z: Tensor) -> Tensor:
+    """The rectangle formula from joint log-probabilities of x=(a,b), y=(a',b), w=(a,b'), z=(a',b')
+    (each ``[B]``) -> ``[B]``. For a true joint each bracket is a log-ratio of the joint, so this is
+    zero up to rounding: the control that the formula itself does not manufacture a ``delta``."""
+    lp = [t.double() for t in (lp_x, lp_y, lp_w, lp_z)]
+    return ((lp[1] - lp[0]) + (lp[3] - lp[1]) - (lp[2] - lp[0]) - (lp[3] - lp[2])).abs()
+
+
+@torch.inference_mode()
+def ar_log_joint(ar: Any, ids: Tensor, *, prefix: list[int] | None = None) -> Tensor:
+    """Joint log-probability of each content sequence under an autoregressive LM.
+
+    ``ar`` is a :class:`tokendyn.models.LoadedAR`; ids ``[B, n]`` -> ``[B]`` float64
+    ``sum_t log p(x_t | prefix, x_<t)``. ``prefix`` defaults to the tokenizer's BOS (or EOS) id so
+    that the first content token is scored too.
+    """
+    if prefix is None:
+        tok = ar.tokenizer
+        first = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        prefix = [int(first)] if first is not None else []
+    dev = next(ar.model.parameters()).device
+    ids = ids.to(dev)
+    pre = torch.tensor(prefix, dtype=ids.dtype, device=dev).expand(ids.shape[0], -1)
+    full = torch.cat([pre, ids], 1)
+    logp = torch.log_softmax(ar.model(input_ids=full).logits.double(), -1)
+    p0 = len(prefix)
+    start = max(p0 - 1, 0)
+    targets = full[:, start + 1:]
+    picked = logp[:, start:-1].gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    return picked.sum(1).cpu()
+
+
+def ar_delta(ar: Any, x: Tensor, i: Tensor, j: Tensor, a_new: Tensor, b_new: Tensor) -> Tensor:
+    """Rectangle ``delta`` of an autoregressive LM from the joint log-probabilities of the four
+    full sequences (x ``[B, n]`` in the AR tokenizer's ids; sites and alternatives ``[B]``) -> ``[B]``."""
+    _check_pair(x, i, j)
+    y, w = _with(x, i, a_new), _with(x, j, b_new)
+    z = _with(y, j, b_new)
+    lp = ar_log_joint(ar, torch.cat([x, y, w, z])).chunk(4)
+    return delta_from_log_joint(*lp)
+
+
+def choose_alternatives(logits: Tensor, exclude: Tensor, k: int, protocol: str, tau: float,
+                                gen: torch.Generator) -> Tensor:
+    """``k`` distinct ids per row ``[B, k]`` from the support (finite ``logits`` ``[B, V]``) minus
+    ``exclude`` ``[B]``: weighted by ``p_tau`` (``"model"``) or uniform. Gumbel top-k, which is
+    exact sampling without replacement, in float64."""
+    w = logits.double() / tau if protocol == "model" else torch.zeros_like(logits, dtype=torch.float64)
+    w = w.masked_fill(~torch.isfinite(logits), float("-inf"))
+    w = w.scatter(-1, exclude.unsqueeze(-1), float("-inf"))
+    if bool((torch.isfinite(w).sum(-1) < k).any()):
+        raise ValueError(f"the support minus the current token has fewer than k={k} tokens")
+    u = torch.rand(w.shape, generator=gen, device=w.device, dtype=torch.float64)
+    gumbel = -torch.log(-torch.log(u.clamp_min(1e-300)))
+    return (w + gumbel).topk(k, dim=-1).indices
+
+
+def draw_sites(b: int, n: int, gen: torch.Generator, gap: int | None = None) -> tuple[Tensor, Tensor]:
+    """Site pairs ``([b], [b])`` with ``i != j``: uniform over ordered pairs, or ``|i - j| = gap``."""
+    if gap is None:
+        i = torch.randint(n, (b,), generator=gen)
+        j = (i + 1 + torch.randint(n - 1, (b,), generator=gen)) % n
+        return i, j
+    check_range("gap", gap, 1, n - 1, integer=True)
+    lo = torch.randint(n - gap, (b,), generator=gen)
+    flip = torch.rand(b, generator=gen) < 0.5
+    return torch.where(flip, lo + gap, lo), torch.where(flip, lo, lo + gap)
+
+
+def draw_rectangles(model: ConditionalModel, x: Tensor, *, protocol: str = "model", tau: float = 1.0,
+                    seed: int = 0, gap: int | None = None) -> Rectangles:
+    """A random rectangle per row of x ``[B, n]`` (``n >= 2``): sites by :func:`draw_sites`,
+    alternatives ``a' != x_i`` and ``b' != x_j`` by ``protocol`` (``"model"``: from
+    ``p_tau(. | x_-site)``; ``"uniform"``: uniform over the support). Seeded, CPU generator."""
+    check_tokens(model, x, "x")
+    check_choice("protocol", protocol, PROTOCOLS)
+    check_tau(tau)
+    b, n = x.shape
+    if n < 2:
+        raise ValueError("x must have at least 2 sites for a rectangle")
+    gen = make_generator(seed, "cpu")
+    i, j = draw_sites(b, n, gen, gap)
+    i, j = i.to(x.device), j.to(x.device)
+    L = model.site_logits(torch.cat([x, x]), torch.cat([i, j])).cpu()
+    a2 = choose_alternatives(L[:b], _gather(x, i).cpu(), 1, protocol, tau, gen)[:, 0]
+    b2 = choose_alternatives(L[b:], _gather(x, j).cpu(), 1, protocol, tau, gen)[:, 0]
+    return Rectangles(i=i, j=j, a2=a2.to(x.device), b2=b2.to(x.device))
+
+
+def draw_grid(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, k: int, *,
+              protocol: str = "model", tau: float = 1.0, seed: int = 0) -> tuple[Tensor, Tensor]:
+    """``K = k`` values per site for :func:`arnold_press`: the current token first, then ``k - 1``
+    distinct alternatives by ``protocol`` -> ``(a_values [B, k], b_values [B, k])``."""
+    check_tokens(model, x, "x")
+    _check_pair(x, i, j)
+    check_range("k", k, 2, integer=True)
+    check_choice("protocol", protocol, PROTOCOLS)
+    check_tau(tau)
+    gen = make_generator(seed, "cpu")
+    b = x.shape[0]
+    a, bb = _gather(x, i), _gather(x, j)
+    L = model.site_logits(torch.cat([x, x]), torch.cat([i, j])).cpu()
+    a_alt = choose_alternatives(L[:b], a.cpu(), k - 1, protocol, tau, gen).to(x.device)
+    b_alt = choose_alternatives(L[b:], bb.cpu(), k - 1, protocol, tau, gen).to(x.device)
+    return torch.cat([a[:, None], a_alt], 1), torch.cat([bb[:, None], b_alt], 1)
+
+
+def arnold_press(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, a_values: Tensor,
+                 b_values: Tensor, *, tau: float = 1.0) -> ArnoldPressResult:
+    """The K x K compatibility grid per row: x ``[B, n]``, sites ``i``, ``j`` ``[B]``, values
+    ``a_values``, ``b_values`` ``[B, K]`` (distinct per row, in the support) -> :class:`ArnoldPressResult`.
+
+    ``2 K`` masked evaluations per row: ``l_i(. | b_l)`` for each ``l`` and ``l_j(. | a_k)`` for each ``k``.
+    """
+    check_tokens(model, x, "x")
+    _check_pair(x, i, j)
+    check_tau(tau)
+    b, n = x.shape
+    K = a_values.shape[1]
+    if a_values.shape != (b, K) or b_values.shape != (b, K) or K < 2:
+        raise ValueError(f"a_values and b_values must both have shape [B, K] with K >= 2, got "
+                         f"{tuple(a_values.shape)} and {tuple(b_values.shape)}")
+    rows = torch.arange(b, device=x.device)
+    xb = x[:, None].repeat(1, K, 1)                 # [B, K, n]
+    with_b = xb.clone()
+    ks = torch.arange(K, device=x.device)[None]
+    with_b[rows[:, None], ks, j[:, None].expand(b, K)] = b_values.to(x.dtype)  # row l holds b_l
+    with_a = xb.clone()
+    with_a[rows[:, None], ks, i[:, None].expand(b, K)] = a_values.to(x.dtype)  # row k holds a_k
+    sites = torch.cat([i[:, None].expand(b, K), j[:, None].expand(b, K)]).reshape(-1)
+    L = model.site_logits(torch.cat([with_b.reshape(b * K, n), with_a.reshape(b * K, n)]), sites)
+    logp = torch.log_softmax(L.double() / tau, -1)
+    Li, Lj = logp[: b * K].reshape(b, K, -1), logp[b * K:].reshape(b, K, -1)
+    li = Li.gather(-1, a_values[:, None, :].expand(b, K, K))   # [B, l, k] = log p_i(a_k | b_l)
+    lj = Lj.gather(-1, b_values[:, None, :].expand(b, K, K))   # [B, k, l] = log p_j(b_l | a_k)
+    if not bool(torch.isfinite(li).all() and torch.isfinite(lj).all()):
+        raise ValueError("a grid value is outside the model's support (logit -inf)")
+    M = li.transpose(1, 2) - lj                                 # [B, k, l]
+    R = M - M.mean(1, keepdim=True) - M.mean(2, keepdim=True) + M.mean((1, 2), keepdim=True)
+    # contrast over all pairs (k, k') x (l, l'): M[k',l'] - M[k',l] - M[k,l'] + M[k,l]
+    C = (M[:, :, None, :, None] - M[:, :, None, None, :]
+         - M[:, None, :, :, None] + M[:, None, :, None, :])
+    return ArnoldPressResult(log_ratio=M, residual=R, rms=R.pow(2).mean((1, 2)).sqrt(),
+                             max_delta=C.abs().flatten(1).max(1).values)

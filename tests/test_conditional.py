@@ -1,0 +1,97 @@
+"""The MLM adapter: wrapping, support, head-at-site equals the plain transformers forward."""
+
+import pytest
+import torch
+
+from tokendyn.conditional import ConditionalModel, MLMConditional, content_ids, decode, special_ids
+from tokendyn.models.tiny import ARCHS, build_tiny
+from tokendyn.toy import potts_chain
+
+TEXT = "the capital of the city was used for the theme song of the band in the north"
+
+
+@pytest.fixture(scope="module", params=ARCHS)
+def loaded(request):
+    return build_tiny(request.param, pad_vocab=3)
+
+
+def _plain(loaded, adapter, x, sites):
+    ids = adapter.wrap_ids(x).clone()
+    rows = torch.arange(len(x))
+    ids[rows, sites + adapter.offset] = loaded.tokenizer.mask_token_id
+    with torch.no_grad():
+        return loaded.model(input_ids=ids).logits[rows, sites + adapter.offset]
+
+
+@pytest.mark.parametrize("wrap", ["special", "none"])
+def test_matches_plain_forward(loaded, wrap):
+    m = MLMConditional(loaded, wrap=wrap)
+    x = content_ids(loaded, [TEXT, TEXT.upper().lower()[::-1][::-1]], 10).repeat(3, 1)
+    sites = torch.tensor([0, 9, 4, 5, 1, 8])
+    got = m.site_logits(x, sites)
+    ref = _plain(loaded, m, x, sites)
+    fin = torch.isfinite(got)
+    assert got.dtype == torch.float32 and got.shape == (6, m.vocab_size)
+    torch.testing.assert_close(got[fin], ref[fin], atol=1e-4, rtol=0)
+
+
+def test_fallback_forward_agrees_with_head_at_site(loaded):
+    m = MLMConditional(loaded)
+    x = content_ids(loaded, [TEXT], 8).repeat(4, 1)
+    sites = torch.tensor([0, 2, 5, 7])
+    fast = m.site_logits(x, sites)
+    m._head = None  # force the generic full-forward path
+    torch.testing.assert_close(m.site_logits(x, sites), fast, atol=1e-5, rtol=0)
+
+
+def test_wrapping_ids_are_the_tokenizers_own(loaded):
+    m = MLMConditional(loaded)
+    tok = loaded.tokenizer
+    x = content_ids(loaded, [TEXT], 5)
+    w = m.wrap_ids(x)[0].tolist()
+    assert w[0] == tok.cls_token_id and w[-1] == tok.sep_token_id and w[1:-1] == x[0].tolist()
+    assert tok.mask_token_id not in (w[0], w[-1])
+    # the same wrapping the tokenizer itself applies to a text
+    own = tok("the city")["input_ids"]
+    assert (w[0], w[-1]) == (own[0], own[-1])
+    assert MLMConditional(loaded, wrap="none").wrap_ids(x).tolist() == x.tolist()
+
+
+def test_support_excludes_specials_and_padded_rows(loaded):
+    m = MLMConditional(loaded)
+    x = content_ids(loaded, [TEXT], 6)
+    lg = m.site_logits(x, torch.tensor([2]))[0]
+    tok = loaded.tokenizer
+    for sid in tok.all_special_ids:
+        assert lg[sid] == float("-inf")
+    assert torch.isinf(lg[len(tok):]).all() and len(lg) == len(tok) + 3
+    assert torch.isfinite(lg).sum() == m.support_size == len(tok) - len(set(tok.all_special_ids))
+
+
+def test_protocol_and_toys_satisfy_it(loaded):
+    assert isinstance(MLMConditional(loaded), ConditionalModel)
+    assert isinstance(potts_chain(3, 2), ConditionalModel)
+
+
+def test_special_ids_reject_mask_as_wrapper():
+    tok = build_tiny("bert").tokenizer
+    cls, sep, mask = special_ids(tok)
+    assert (cls, sep, mask) == (tok.convert_tokens_to_ids("[CLS]"), tok.convert_tokens_to_ids("[SEP]"),
+                                tok.convert_tokens_to_ids("[MASK]"))
+    tok.cls_token = "[MASK]"
+    with pytest.raises(ValueError, match="mask"):
+        special_ids(tok)
+
+
+def test_content_ids_and_errors(loaded):
+    x = content_ids(loaded, [TEXT, TEXT], 7)
+    assert x.shape == (2, 7) and x.dtype == torch.long
+    assert loaded.tokenizer.cls_token_id not in x[0].tolist()
+    assert len(decode(loaded, x)) == 2
+    with pytest.raises(ValueError, match=r"texts\[1\]"):
+        content_ids(loaded, [TEXT, "the"], 7)
+    with pytest.raises(ValueError, match="wrap"):
+        MLMConditional(loaded, wrap="cls")
+    m = MLMConditional(loaded)
+    with pytest.raises(ValueError, match="sites"):
+        m.site_logits(x, torch.tensor([0]))
