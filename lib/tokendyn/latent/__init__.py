@@ -1,0 +1,26 @@
+"""Part II: small continuous-latent generators with a sharp or a smooth readout.
+
+Paper 2 ("Why do few-step text latents fail when image latents work?") argues that a
+deterministic few-step generator ends at the posterior mean, and that a sharp categorical readout
+flips the token whenever that mean lands near a decision boundary (the tube law). No ELF, LangFlow or
+image-VAE weights reach this offline environment, so we train small analogues with the same geometry:
+
+- :mod:`.text`: a word-level text autoencoder whose per-token latents are read out by a linear
+  layer and argmax over a vocabulary of thousands of words (the ELF analogue);
+- :mod:`.image`: a convolutional autoencoder on scikit-learn digits with a smooth decoder (the VAE
+  analogue);
+- :mod:`.flow`: a rectified-flow velocity network over a sequence of latent vectors, shared by both;
+- :mod:`.samplers`: the deterministic ODE (Euler, Heun, any K) and the SDE with fresh noise at every
+  step, on the same network;
+- :mod:`.tube`: margins to the readout's decision boundaries, the tube mass F(r), flip rates, the
+  oracle roll-in, structured against norm-matched isotropic residuals, and DABI;
+- :mod:`.models`: loading the shipped weights from ``data/models/{text,image}-latent``.
+
+Time convention everywhere: ``t = 0`` is pure noise, ``t = 1`` is data,
+``x_t = t * x1 + (1 - t) * eps``.
+"""
+
+from .flow import VelocityNet, noise_to, noise_scale
+from .samplers import ode_sample, posterior_mean, sde_sample
+
+__all__ = ["VelocityNet", "noise_to", "noise_scale", "ode_sample", "posterior_mean", "sde_sample"]

@@ -1,0 +1,185 @@
+"""The tube law, measured: readout margins, tube mass, oracle roll-in, structured vs isotropic residuals.
+
+Paper 2, Theorem 3 (readout-calibrated non-commitment): when the terminal step of a deterministic
+generator outputs the posterior mean, the probability that the decoded token differs from the clean
+one grows linearly in the effective noise scale ``s`` as ``s -> 0``, in proportion to the latent mass
+inside an ``O(s)`` tube around the readout's decision boundaries. For a linear readout
+``logits = W z + c`` the distance of ``z`` (decoded as ``a``) to the boundary with ``b`` is
+
+    ((w_a - w_b) . z + c_a - c_b) / ||w_a - w_b||,
+
+the margin ``m(z)`` is the smallest over ``b != a`` and the tube mass is ``F(r) = P(m(z) < r)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from ..checks import check_range
+from .flow import VelocityNet, noise_scale, noise_to
+from .samplers import ode_sample, posterior_mean, terminal_start
+
+
+@torch.no_grad()
+def readout_margins(weight: torch.Tensor, bias: torch.Tensor, z: torch.Tensor,
+                    chunk: int = 1024) -> torch.Tensor:
+    """Euclidean distance of each latent to the nearest decision boundary of a linear argmax readout.
+
+    ``weight`` ``[V, d]``, ``bias`` ``[V]``, ``z`` ``[..., d]`` -> margins ``[...]`` (>= 0).
+    """
+    if weight.dim() != 2 or bias.shape != weight.shape[:1] or z.shape[-1] != weight.shape[1]:
+        raise ValueError(f"shapes do not fit a linear readout: weight {tuple(weight.shape)}, "
+                         f"bias {tuple(bias.shape)}, z {tuple(z.shape)}")
+    flat = z.reshape(-1, z.shape[-1])
+    sq = (weight * weight).sum(1)  # [V]
+    out = []
+    for zc in flat.split(chunk):
+        logits = zc @ weight.T + bias  # [n, V]
+        a = logits.argmax(1)
+        gap = logits.gather(1, a[:, None]) - logits  # [n, V], >= 0
+        wa = weight[a]  # [n, d]
+        dist2 = (sq[a][:, None] + sq[None, :] - 2 * wa @ weight.T).clamp_min(1e-12)
+        d = gap / dist2.sqrt()
+        d.scatter_(1, a[:, None], float("inf"))
+        out.append(d.min(1).values)
+    return torch.cat(out).reshape(z.shape[:-1])
+
+
+def tube_mass(margins: torch.Tensor, r: torch.Tensor | Sequence[float]) -> torch.Tensor:
+    """``F(r)``: the fraction of latents closer than ``r`` to a boundary. ``margins`` ``[...]``, ``r`` ``[R]`` -> ``[R]``."""
+    m = margins.flatten().double()
+    r = torch.as_tensor(r, dtype=torch.float64)
+    return (m[None, :] < r[:, None]).double().mean(1)
+
+
+def flip_rate(reference: torch.Tensor, decoded: torch.Tensor) -> float:
+    """Fraction of positions where ``decoded`` differs from ``reference`` (same shape, int ids)."""
+    if reference.shape != decoded.shape:
+        raise ValueError(f"shapes differ: {tuple(reference.shape)} vs {tuple(decoded.shape)}")
+    return float((reference != decoded).double().mean())
+
+
+def isotropic_like(residual: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """A Gaussian direction per latent vector with the same norm as ``residual`` ``[..., d]`` -> ``[..., d]``."""
+    g = torch.randn(residual.shape, generator=generator, dtype=residual.dtype).to(residual.device)
+    return g * (residual.norm(dim=-1, keepdim=True) / g.norm(dim=-1, keepdim=True).clamp_min(1e-12))
+
+
+@torch.no_grad()
+def oracle_terminal(net: VelocityNet, x1: torch.Tensor, steps: int, generator: torch.Generator
+                    ) -> tuple[torch.Tensor, float]:
+    """Oracle roll-in of a ``steps``-step generator from noise, up to its terminal step.
+
+    The state before the last step is the true noisy latent at ``t_{K-1} = 1 - 1/K`` (clean ``x1``
+    ``[B, L, d]`` noised there), and the generator's terminal step maps it to the posterior mean.
+    Returns ``(x1_hat [B, L, d], s)`` with ``s = s(t_{K-1}) = 1 / (K - 1)``.
+    """
+    check_range("steps", steps, 2, None, integer=True)
+    t = terminal_start(0.0, steps)
+    xt, _ = noise_to(x1, t, generator)
+    return posterior_mean(net, xt, t), float(noise_scale(t))
+
+
+@torch.no_grad()
+def rollin_curve(net: VelocityNet, x1: torch.Tensor, metric: Callable[[torch.Tensor], float],
+                 t0s: Sequence[float], steps: Sequence[int], *, method: str = "euler",
+                 seed: int = 0) -> list[dict]:
+    """Noise clean latents ``x1`` ``[B, L, d]`` to each ``t0``, integrate the ODE with each K, score.
+
+    The same noise draw (from ``seed``) is used for every ``t0`` and K, so curves differ only by the
+    sampler. ``metric(x1_hat)`` scores the terminal latents (a flip rate for text, a pixel error for
+    images). One row per (K, t0): ``K``, ``t0``, ``s_start = s(t0)``, ``t_terminal``,
+    ``s = s(t_terminal)`` (the effective noise scale of the terminal step) and ``value``.
+    """
+    for t0 in t0s:
+        check_range("t0", t0, 0, 1, lo_open=True)
+        if t0 >= 1:
+            raise ValueError(f"t0={t0!r} is out of range: allowed (0, 1)")
+    for k in steps:
+        check_range("steps", k, 1, None, integer=True)
+    eps = torch.randn(x1.shape, generator=torch.Generator().manual_seed(seed), dtype=x1.dtype).to(x1.device)
+    rows = []
+    for k in steps:
+        for t0 in t0s:
+            x_hat = ode_sample(net, t0 * x1 + (1 - t0) * eps, t0, k, method)
+            tt = terminal_start(t0, k)
+            rows.append({"K": int(k), "t0": float(t0), "s_start": float(noise_scale(float(t0))),
+                         "t_terminal": tt, "s": float(noise_scale(tt)), "value": float(metric(x_hat))})
+    return rows
+
+
+def fit_tube_constant(margins: torch.Tensor, s: Sequence[float], flips: Sequence[float]) -> float:
+    """The one constant ``kappa`` of the tube-law prediction ``flip(s) ~ F(kappa * s)``.
+
+    Least squares over the given points, by a log-spaced search then a local refinement.
+    """
+    s = np.asarray(s, dtype=float)
+    f = np.asarray(flips, dtype=float)
+    if s.shape != f.shape or s.size == 0:
+        raise ValueError("s and flips must be non-empty and of equal length")
+    m = np.sort(margins.flatten().double().numpy())
+
+    def err(k: float) -> float:
+        pred = np.searchsorted(m, k * s, side="left") / m.size
+        return float(((pred - f) ** 2).sum())
+
+    grid = np.logspace(-3, 3, 241)
+    best = grid[int(np.argmin([err(k) for k in grid]))]
+    fine = best * np.logspace(-0.03, 0.03, 61)
+    return float(fine[int(np.argmin([err(k) for k in fine]))])
+
+
+def predict_flips(margins: torch.Tensor, s: Sequence[float], kappa: float) -> np.ndarray:
+    """Tube-law prediction ``F(kappa * s)`` for each ``s``: ``[len(s)]``."""
+    return tube_mass(margins, torch.as_tensor(np.asarray(s, dtype=float) * kappa)).numpy()
+
+
+def slope_through_origin(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    """Least-squares ``y ~ a x`` (a line through 0): returns ``(a, R^2)``; the linearity check as s -> 0."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    a = float((x * y).sum() / (x * x).sum())
+    ss = float(((y - y.mean()) ** 2).sum())
+    return a, (1.0 - float(((y - a * x) ** 2).sum()) / ss) if ss > 0 else float("nan")
+
+
+def curve_spread(curves: dict[int, tuple[Sequence[float], Sequence[float]]], grid: Sequence[float]) -> float:
+    """How far apart curves ``{K: (x, y)}`` are: max over ``grid`` of (max_K y - min_K y) / mean_K y.
+
+    Each curve is interpolated linearly in log x; grid points outside any curve's range are skipped.
+    0 means a perfect collapse onto one curve.
+    """
+    vals = []
+    for g in grid:
+        ys = []
+        for x, y in curves.values():
+            x, y = np.asarray(x, float), np.asarray(y, float)
+            order = np.argsort(x)
+            x, y = x[order], y[order]
+            if not x[0] <= g <= x[-1]:
+                break
+            ys.append(np.interp(np.log(g), np.log(x), y))
+        else:
+            mean = float(np.mean(ys))
+            if mean > 0:
+                vals.append((max(ys) - min(ys)) / mean)
+    if not vals:
+        raise ValueError("no grid point lies inside every curve's range")
+    return float(max(vals))
+
+
+def dabi(loss: Callable[[torch.Tensor], float], clean: torch.Tensor, residual: torch.Tensor,
+         generator: torch.Generator) -> float:
+    """Decoder amplification of boundary-aligned inputs: the loss increase of ``clean + residual``
+    over that of ``clean + isotropic`` (norm-matched per vector). ``clean``/``residual`` ``[..., d]``.
+
+    ``loss(z)`` is the decoder's loss against the clean target (cross-entropy for text, pixel MSE
+    for images). About 1 for a smooth decoder; large when the structured residual aims at boundaries.
+    """
+    base = loss(clean)
+    num = loss(clean + residual) - base
+    den = loss(clean + isotropic_like(residual, generator)) - base
+    return float(num / den) if den > 0 else float("inf")

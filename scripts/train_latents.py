@@ -1,0 +1,209 @@
+"""Train the Part II latent models with a fixed seed and ship them to data/models.
+
+    python scripts/train_latents.py text     # word autoencoder + rectified flow on its latents
+    python scripts/train_latents.py image    # conv autoencoder on digits + rectified flow
+    python scripts/train_latents.py all
+
+Each stage checkpoints to checkpoints/latents/<stage>.pt every few hundred steps and resumes from
+there when rerun (delete the folder to start over). Progress (loss, steps/s, eta) goes to stdout.
+At the end the weights go to data/models/{text,image}-latent/ as safetensors with config.json
+(shapes, data, training settings, held-out reconstruction accuracy) and a README. Runs on CUDA
+when present, otherwise CPU; use `nice -n 10` on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from tokendyn.latent.flow import FlowConfig, VelocityNet, flow_loss
+from tokendyn.latent.image import ImageAEConfig, ImageAutoencoder, digits
+from tokendyn.latent.image import model_dir as image_dir
+from tokendyn.latent.text import (TextAEConfig, TextAutoencoder, WordTokenizer, sequences,
+                                  split_documents)
+from tokendyn.latent.text import model_dir as text_dir
+from tokendyn.latent.training import init_params, train
+from tokendyn.paths import repo_root
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+CKPT = (repo_root() or Path.cwd()) / "checkpoints" / "latents"
+
+# Sized for a shared 2-core CPU (about 15 min for text, 8 for images at one thread each).
+TEXT = dict(seed=0, vocab_size=4096, seq_len=32, heldout_every=20, ae_steps=1500, ae_batch=32,
+            ae_lr=1e-2, ae_noise=0.2, flow_steps=4000, flow_batch=64, flow_lr=2e-3)
+IMAGE = dict(seed=0, heldout_every=10, ae_steps=2000, ae_batch=64, ae_lr=3e-3, flow_steps=3000,
+             flow_batch=128, flow_lr=2e-3)
+
+
+def batch_of(data: torch.Tensor, size: int, g: torch.Generator) -> torch.Tensor:
+    return data[torch.randint(len(data), (size,), generator=g)].to(DEVICE)
+
+
+def write_readme(d: Path, title: str, body: str) -> None:
+    (d / "README.md").write_text(f"# {title}\n\n{body.strip()}\n")
+
+
+def train_text(quick: bool) -> None:
+    p = dict(TEXT)
+    if quick:
+        p.update(ae_steps=60, flow_steps=60)
+    t_start = time.time()
+    train_docs = split_documents("wiki", "train", seed=p["seed"], heldout_every=p["heldout_every"])
+    held_docs = split_documents("wiki", "heldout", seed=p["seed"], heldout_every=p["heldout_every"])
+    tok = WordTokenizer.build(train_docs, p["vocab_size"])
+    train_ids = sequences(tok, train_docs, p["seq_len"])
+    held_ids = sequences(tok, held_docs, p["seq_len"])
+    unk = float((train_ids == 0).float().mean())
+    print(f"text: {len(train_ids)} train / {len(held_ids)} held-out sequences of {p['seq_len']} tokens, "
+          f"vocabulary {len(tok)}, [unk] share {unk:.3f}", flush=True)
+
+    g = torch.Generator().manual_seed(p["seed"])
+    ae_cfg = TextAEConfig(vocab_size=len(tok), seq_len=p["seq_len"])
+    ae = init_params(TextAutoencoder(ae_cfg), g).to(DEVICE)
+    tag = "-quick" if quick else ""
+    train(ae, lambda gen: ae.loss(batch_of(train_ids, p["ae_batch"], gen), p["ae_noise"], gen),
+          steps=p["ae_steps"], lr=p["ae_lr"], generator=g, checkpoint=CKPT / f"text-ae{tag}.pt",
+          label="text-ae")
+    with torch.no_grad():
+        acc = {name: float(torch.cat([(ae.decode(ae.encode(c.to(DEVICE))) == c.to(DEVICE)).float().flatten()
+                                      for c in ids.split(512)]).mean())
+               for name, ids in (("train", train_ids), ("heldout", held_ids))}
+        latents = torch.cat([ae.encode(c.to(DEVICE)).cpu() for c in train_ids.split(512)])
+    print(f"text-ae reconstruction accuracy: train {acc['train']:.4f}, held-out {acc['heldout']:.4f}",
+          flush=True)
+
+    fcfg = FlowConfig(dim=ae_cfg.latent_dim, seq_len=p["seq_len"], width=64, depth=3, heads=4, ff=192)
+    g = torch.Generator().manual_seed(p["seed"] + 1)
+    flow = init_params(VelocityNet(fcfg), g).to(DEVICE)
+    losses = train(flow, lambda gen: flow_loss(flow, batch_of(latents, p["flow_batch"], gen), gen),
+                   steps=p["flow_steps"], lr=p["flow_lr"], generator=g,
+                   checkpoint=CKPT / f"text-flow{tag}.pt", label="text-flow")
+
+    d = text_dir() if not quick else CKPT / "text-latent-quick"
+    d.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().cpu().contiguous() for k, v in ae.state_dict().items()},
+              d / "autoencoder.safetensors")
+    save_file({k: v.detach().cpu().contiguous() for k, v in flow.state_dict().items()}, d / "flow.safetensors")
+    tok.save(d / "vocab.json")
+    cfg = {"autoencoder": asdict(ae_cfg), "flow": asdict(fcfg),
+           "data": {"source": "wiki", "seed": p["seed"], "heldout_every": p["heldout_every"],
+                    "train_sequences": len(train_ids), "heldout_sequences": len(held_ids),
+                    "unk_share": round(unk, 4)},
+           "training": p, "reconstruction_accuracy": {k: round(v, 5) for k, v in acc.items()},
+           "final_flow_loss": round(losses[-1], 5), "device": DEVICE,
+           "train_minutes": round((time.time() - t_start) / 60, 1),
+           "command": "nice -n 10 .venv/bin/python scripts/train_latents.py text"}
+    (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_readme(d, "text-latent: a word-level text autoencoder with a sharp readout, and its flow", f"""
+An ELF analogue for the tube-law chapter (book/05_tube_law.ipynb), trained by this repository.
+
+- Data: Wikipedia lead paragraphs (`tokendyn.data.corpus("wiki")`, CC BY-SA), split by document
+  hash into train and held-out (1 in {p['heldout_every']}); non-overlapping windows of {p['seq_len']} tokens:
+  {len(train_ids)} train and {len(held_ids)} held-out sequences.
+- Tokenizer (`vocab.json`): lower-cased words and punctuation marks, the {len(tok) - 1} most frequent
+  training pieces plus `[unk]` (which covers {unk:.1%} of training tokens).
+- Autoencoder (`autoencoder.safetensors`): embedding, one transformer layer, projection to
+  {ae_cfg.latent_dim}-d latents with RMS normalisation; readout = one linear layer over the
+  {len(tok)}-word vocabulary, argmax. Trained {p['ae_steps']} steps with cross-entropy under
+  N(0, {p['ae_noise']}^2) latent jitter.
+- Reconstruction accuracy (argmax of the clean latents = input token): train {acc['train']:.4f},
+  held-out {acc['heldout']:.4f}.
+- Flow (`flow.safetensors`): rectified-flow velocity transformer (width {fcfg.width}, depth {fcfg.depth})
+  on the frozen train latents, {p['flow_steps']} steps, final loss {losses[-1]:.4f}.
+- Training command (seed {p['seed']}, {cfg['train_minutes']} min on {DEVICE}):
+  `nice -n 10 .venv/bin/python scripts/train_latents.py text`
+- Load: `from tokendyn.latent.text import load_text_latent; m = load_text_latent()`.
+""")
+    print(f"text model written to {d}", flush=True)
+
+
+def train_image(quick: bool) -> None:
+    p = dict(IMAGE)
+    if quick:
+        p.update(ae_steps=60, flow_steps=60)
+    t_start = time.time()
+    train_x = digits("train", heldout_every=p["heldout_every"])
+    held_x = digits("heldout", heldout_every=p["heldout_every"])
+    g = torch.Generator().manual_seed(p["seed"])
+    ae_cfg = ImageAEConfig()
+    ae = init_params(ImageAutoencoder(ae_cfg), g).to(DEVICE)
+    tag = "-quick" if quick else ""
+
+    def ae_loss(gen: torch.Generator) -> torch.Tensor:
+        x = batch_of(train_x, p["ae_batch"], gen)
+        return ((ae.decode_raw(ae.encode_raw(x)) - x) ** 2).mean()
+
+    train(ae, ae_loss, steps=p["ae_steps"], lr=p["ae_lr"], generator=g, checkpoint=CKPT / f"image-ae{tag}.pt",
+          label="image-ae")
+    with torch.no_grad():
+        raw = ae.encode_raw(train_x.to(DEVICE))
+        ae.mean.copy_(raw.mean((0, 2, 3)))
+        ae.std.copy_(raw.std((0, 2, 3)))
+        mse = {name: float(((ae.decode(ae.encode(x.to(DEVICE))) - x.to(DEVICE)) ** 2).mean())
+               for name, x in (("train", train_x), ("heldout", held_x))}
+        latents = ae.encode(train_x.to(DEVICE)).cpu()
+    print(f"image-ae reconstruction MSE: train {mse['train']:.5f}, held-out {mse['heldout']:.5f}", flush=True)
+
+    fcfg = FlowConfig(dim=ae_cfg.channels, seq_len=16, width=64, depth=2, heads=4, ff=128)
+    g = torch.Generator().manual_seed(p["seed"] + 1)
+    flow = init_params(VelocityNet(fcfg), g).to(DEVICE)
+    losses = train(flow, lambda gen: flow_loss(flow, batch_of(latents, p["flow_batch"], gen), gen),
+                   steps=p["flow_steps"], lr=p["flow_lr"], generator=g,
+                   checkpoint=CKPT / f"image-flow{tag}.pt", label="image-flow")
+
+    d = image_dir() if not quick else CKPT / "image-latent-quick"
+    d.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().cpu().contiguous() for k, v in ae.state_dict().items()},
+              d / "autoencoder.safetensors")
+    save_file({k: v.detach().cpu().contiguous() for k, v in flow.state_dict().items()}, d / "flow.safetensors")
+    cfg = {"autoencoder": asdict(ae_cfg), "flow": asdict(fcfg),
+           "data": {"source": "sklearn.datasets.load_digits", "heldout_every": p["heldout_every"],
+                    "train_images": len(train_x), "heldout_images": len(held_x)},
+           "training": p, "reconstruction_mse": {k: round(v, 6) for k, v in mse.items()},
+           "final_flow_loss": round(losses[-1], 5), "device": DEVICE,
+           "train_minutes": round((time.time() - t_start) / 60, 1),
+           "command": "nice -n 10 .venv/bin/python scripts/train_latents.py image"}
+    (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_readme(d, "image-latent: a convolutional autoencoder on 8x8 digits, and its flow", f"""
+A VAE analogue for the tube-law chapter (book/05_tube_law.ipynb), trained by this repository.
+
+- Data: scikit-learn's bundled `load_digits` (1,797 8x8 images, scaled to [0, 1]); every
+  {p['heldout_every']}th image is held out: {len(train_x)} train, {len(held_x)} held-out.
+- Autoencoder (`autoencoder.safetensors`): two 3x3 convolutions down to a 4x4 grid of
+  {ae_cfg.channels}-channel latents (standardised per channel on the training split), decoder of
+  GELU convolutions and a transposed convolution with a sigmoid: smooth, no decision boundary.
+  Trained {p['ae_steps']} steps on pixel MSE.
+- Reconstruction MSE per pixel (pixels in [0, 1]): train {mse['train']:.5f}, held-out {mse['heldout']:.5f}.
+- Flow (`flow.safetensors`): rectified-flow velocity transformer (width {fcfg.width}, depth {fcfg.depth})
+  over the 16 latent vectors, {p['flow_steps']} steps, final loss {losses[-1]:.4f}.
+- Training command (seed {p['seed']}, {cfg['train_minutes']} min on {DEVICE}):
+  `nice -n 10 .venv/bin/python scripts/train_latents.py image`
+- Load: `from tokendyn.latent.image import load_image_latent; m = load_image_latent()`.
+""")
+    print(f"image model written to {d}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model", choices=["text", "image", "all"])
+    ap.add_argument("--quick", action="store_true",
+                    help="60 steps per stage, written under checkpoints/ (a smoke test, not shipped)")
+    ap.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
+    a = ap.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    if a.model in ("text", "all"):
+        train_text(a.quick)
+    if a.model in ("image", "all"):
+        train_image(a.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
