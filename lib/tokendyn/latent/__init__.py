@@ -14,7 +14,10 @@ image-VAE weights reach this offline environment, so we train small analogues wi
   step, on the same network;
 - :mod:`.tube`: margins to the readout's decision boundaries, the tube mass F(r), flip rates, the
   oracle roll-in, structured against norm-matched isotropic residuals, and DABI;
-- :mod:`.models`: loading the shipped weights from ``data/models/{text,image}-latent``.
+- :mod:`.training`: seeded initialisation and the resumable training loop.
+
+The shipped weights (``data/models/{text,image}-latent``, made by ``scripts/train_latents.py``) load
+with :func:`.text.load_text_latent` and :func:`.image.load_image_latent`.
 
 Time convention everywhere: ``t = 0`` is pure noise, ``t = 1`` is data,
 ``x_t = t * x1 + (1 - t) * eps``.
