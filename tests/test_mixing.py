@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from tokendyn import mixing
+from tokendyn import glauber, mixing, toy
+from tokendyn.checkpoint import Store
 
 
 def test_survival_without_censoring_is_the_empirical_tail():
@@ -102,14 +103,12 @@ def test_crossover_brackets_the_first_mixing_temperature():
 
 
 def test_coupon_collector_exact_law():
-    assert mixing.coupon_collector_mean(1) == 1.0
-    assert mixing.coupon_collector_mean(4) == pytest.approx(4 * (1 + 1 / 2 + 1 / 3 + 1 / 4))
     s = mixing.coupon_collector_survival(2, 4)
     # n=2: first draw covers one site; then each draw covers the other with prob 1/2
     assert torch.allclose(s, torch.tensor([1, 1, .5, .25, .125], dtype=torch.float64))
     n = 8
     s = mixing.coupon_collector_survival(n, 2000)
-    assert float(s.sum()) == pytest.approx(mixing.coupon_collector_mean(n), rel=1e-9)  # E T = sum P(T>t)
+    assert float(s.sum()) == pytest.approx(toy.coupon_collector_mean(n), rel=1e-9)  # E T = sum P(T>t)
 
 
 def test_coupon_collector_survival_matches_simulation():
@@ -124,3 +123,65 @@ def test_coupon_collector_survival_matches_simulation():
     emp = mixing.survival(T.double(), torch.zeros(runs, dtype=torch.bool), torch.arange(41.0))
     exact = mixing.coupon_collector_survival(n, 40)
     assert (emp.surv - exact).abs().max() < 0.03
+
+
+def test_pair_tv_and_mixing_time_on_a_two_state_chain():
+    a, b = 0.2, 0.3
+    P = torch.tensor([[1 - a, a], [b, 1 - b]], dtype=torch.float64)
+    tv = mixing.pair_tv(P, 0, 1, 5)
+    assert torch.allclose(tv, (1 - a - b) ** torch.arange(6, dtype=torch.float64))
+    assert mixing.mixing_time(tv, 0.26) == 2.0  # 0.5^2 = 0.25
+    assert mixing.mixing_time(tv, 0.01) == math.inf
+    with pytest.raises(ValueError, match="iy"):
+        mixing.pair_tv(P, 0, 2, 3)
+
+
+def test_coupling_grid_on_the_uniform_model_is_the_coupon_collector(tmp_path):
+    n, pairs = 4, 1500
+    model = toy.uniform(n, 3)
+    x0 = torch.zeros(pairs, n, dtype=torch.long)
+    y0 = torch.ones(pairs, n, dtype=torch.long)
+    store = Store(tmp_path)
+    res = mixing.coupling_grid(model, x0, y0, taus=[1.0], max_steps=60, seed=3, store=store,
+                               tag={"model": "uniform"})
+    T, cens = res[1.0]
+    assert not cens.any()
+    assert float(T.double().mean()) == pytest.approx(toy.coupon_collector_mean(n), rel=0.05)
+    emp = mixing.survival(T, cens, torch.arange(30.0))
+    assert (emp.surv - mixing.coupon_collector_survival(n, 29)).abs().max() < 0.05
+    again = mixing.coupling_grid(model, x0, y0, taus=[1.0], max_steps=60, seed=3, store=store,
+                                 tag={"model": "uniform"})
+    assert torch.equal(again[1.0][0], T) and len(list(tmp_path.iterdir())) == 1
+
+
+def test_coupling_grid_censors_at_the_budget():
+    # a sharply peaked Potts chain at low tau starting from two different ground-ish states
+    model = toy.potts_chain(6, 2, coupling=4.0, field=0.0, seed=0)
+    x0 = torch.zeros(8, 6, dtype=torch.long)
+    y0 = torch.ones(8, 6, dtype=torch.long)
+    T, cens = mixing.coupling_grid(model, x0, y0, taus=[0.2], max_steps=30, seed=0)[0.2]
+    assert cens.all() and (T == 30).all()
+
+
+def test_drift_run_records_and_checkpoints(tmp_path):
+    model = toy.uniform(5, 4)
+    x0 = torch.zeros(3, 5, dtype=torch.long)
+
+    def decode(tokens):
+        return [" ".join(map(str, row.tolist())) for row in tokens]
+
+    def embed(texts):  # counts of each token id: a deterministic bag-of-tokens embedding
+        return torch.stack([torch.bincount(torch.tensor([int(w) for w in t.split()]), minlength=4)
+                            .float() for t in texts])
+
+    t, d, traj = mixing.drift_run(model, x0, tau=1.0, steps=20, record_every=5, seed=1,
+                                  decode=decode, embed=embed, store=Store(tmp_path))
+    assert t.tolist() == [0, 5, 10, 15, 20] and d.shape == (5, 3) and traj.shape == (5, 3, 5)
+    assert torch.all(d[0] == 0)
+    ref = glauber.sample(model, x0, steps=20, tau=1.0, seed=1, record_every=5).trajectory
+    assert torch.equal(traj, ref)
+    counts = torch.nn.functional.one_hot(traj, 4).sum(2).double()  # [T, B, 4]
+    assert torch.allclose(d, mixing.drift(counts, counts[0]))
+    t2, d2, _ = mixing.drift_run(model, x0, tau=1.0, steps=20, record_every=5, seed=1,
+                                 decode=decode, embed=lambda _: 1 / 0, store=Store(tmp_path))
+    assert torch.equal(d2, d)  # resumed from the checkpoint: embed was not called

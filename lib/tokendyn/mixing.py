@@ -9,23 +9,28 @@ Chapter 3 turns Glauber runs into four kinds of numbers, all computed here:
   hitting time with the precise definition in :func:`hitting_times`.
 - **Scaling** ``T / (n ln n)`` against ``n`` for each temperature: a fitted ``C(tau)`` and the
   crossover ``tau*(n)`` below which mixing leaves the budget or ``C`` blows up.
-- **Exact anchors**: the coupon-collector law of the uniform model's coupling time (mean ``n H_n``),
-  computed exactly so the measured curves can be checked against it in the same figure.
+- **Exact anchors**: the coupon-collector law of the uniform model's coupling time (mean ``n H_n``,
+  :func:`tokendyn.toy.coupon_collector_mean`), computed exactly, and the exact pair TV of a toy
+  kernel, so the measured curves can be checked against them in the same figure.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 
+from . import glauber
+from .checkpoint import Store
 from .checks import check_range
+from .conditional import ConditionalModel
 
 __all__ = [
     "Survival", "survival", "drift", "plateau", "hitting_times", "scaling_fit", "ScalingFit",
-    "crossover", "coupon_collector_mean", "coupon_collector_survival", "n_log_n",
+    "crossover", "coupon_collector_survival", "n_log_n", "pair_tv", "mixing_time",
+    "coupling_grid", "drift_run",
 ]
 
 
@@ -223,12 +228,6 @@ def crossover(ratios: Mapping[float, float], *, blowup: float = 3.0) -> tuple[fl
     return (taus[hi_idx - 1] if hi_idx > 0 else math.nan), taus[hi_idx]
 
 
-def coupon_collector_mean(n: int) -> float:
-    """``n H_n``: the mean number of uniform site draws until all n sites were drawn once."""
-    check_range("n", n, 1, None, integer=True)
-    return n * sum(1.0 / k for k in range(1, n + 1))
-
-
 def coupon_collector_survival(n: int, t_max: int) -> torch.Tensor:
     """Exact ``P(T > t)`` for t = 0..t_max, T the coupon-collector time over n sites.
 
@@ -250,3 +249,83 @@ def coupon_collector_survival(n: int, t_max: int) -> torch.Tensor:
         p[:-1] += cover[1:]
         out[t] = 1.0 - p[0]
     return out
+
+
+def pair_tv(P: torch.Tensor, ix: int, iy: int, steps: int) -> torch.Tensor:
+    """Exact ``TV(P^t(x, .), P^t(y, .))`` for t = 0..steps from a kernel ``P`` [S, S] -> [steps + 1].
+
+    For any coupling of chains started at x and y this is at most ``P(T_xy > t)``: the exact
+    lower curve the measured coupling survival must lie above.
+    """
+    check_range("steps", steps, 0, integer=True)
+    S = P.shape[0]
+    for name, i in (("ix", ix), ("iy", iy)):
+        check_range(name, i, 0, S - 1, integer=True)
+    rows = torch.zeros(2, S, dtype=torch.float64)
+    rows[0, ix] = rows[1, iy] = 1.0
+    out = torch.empty(steps + 1, dtype=torch.float64)
+    for t in range(steps + 1):
+        out[t] = 0.5 * (rows[0] - rows[1]).abs().sum()
+        rows = rows @ P.double()
+    return out
+
+
+def mixing_time(d: torch.Tensor, eps: float = 0.25) -> float:
+    """The first t with ``d[t] <= eps`` for a curve ``d`` [T+1] indexed by t (``inf`` if never)."""
+    check_range("eps", eps, 0.0, 1.0, lo_open=True)
+    hit = (d <= eps).nonzero()
+    return float(hit[0, 0]) if hit.numel() else math.inf
+
+
+def coupling_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *,
+                  taus: Sequence[float], max_steps: int, seed: int, coupling: str = "maximal",
+                  store: Store | None = None, key: str = "coupling",
+                  tag: Mapping[str, object] | None = None) -> dict[float, tuple[torch.Tensor, torch.Tensor]]:
+    """Coupling times of the row pairs ``x0``, ``y0`` [B, n] at every tau, ready for :func:`survival`.
+
+    Returns ``{tau: (times [B], censored [B])}`` with a censored pair's time set to ``max_steps``,
+    the last step it was watched. Each tau is one checkpointed cell of ``store`` (``tag`` names the
+    model and anything else that should tell cells apart), so an interrupted survey resumes.
+    """
+    store = store or Store(None)
+    out = {}
+    for k, tau in enumerate(taus):
+        glauber.check_tau(tau)
+        params = {"tau": float(tau), "max_steps": max_steps, "seed": seed + k, "coupling": coupling,
+                  "x0": x0.tolist(), "y0": y0.tolist(), **dict(tag or {})}
+
+        def run(tau: float = float(tau), s: int = seed + k) -> dict[str, torch.Tensor]:
+            r = glauber.coupling_times(model, x0, y0, tau=tau, max_steps=max_steps, seed=s,
+                                       coupling=coupling)
+            return {"times": torch.where(r.coupled, r.times, max_steps).cpu(),
+                    "censored": (~r.coupled).cpu()}
+
+        cell = store.get_or_compute(key, params, run)
+        out[float(tau)] = (cell["times"], cell["censored"])
+    return out
+
+
+def drift_run(model: ConditionalModel, x0: torch.Tensor, *, tau: float, steps: int,
+              record_every: int, seed: int, decode: Callable[[torch.Tensor], list[str]],
+              embed: Callable[[list[str]], torch.Tensor], store: Store | None = None,
+              key: str = "drift", tag: Mapping[str, object] | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Semantic drift along Glauber chains started at ``x0`` [B, n].
+
+    ``decode`` maps tokens [N, n] to N strings and ``embed`` maps N strings to [N, d] embeddings.
+    Returns ``(t [T], drift [T, B], trajectory [T, B, n])``, recorded every ``record_every``
+    steps including t = 0. Checkpointed as one cell of ``store``.
+    """
+    check_range("record_every", record_every, 1, integer=True)
+    params = {"tau": float(tau), "steps": steps, "record_every": record_every, "seed": seed,
+              "x0": x0.tolist(), **dict(tag or {})}
+
+    def run() -> dict[str, torch.Tensor]:
+        res = glauber.sample(model, x0, steps=steps, tau=tau, seed=seed, record_every=record_every)
+        traj = res.trajectory.cpu()  # [T, B, n]
+        T, B, n = traj.shape
+        emb = embed(decode(traj.reshape(T * B, n))).reshape(T, B, -1)
+        return {"t": res.steps_recorded.cpu(), "drift": drift(emb, emb[0]), "trajectory": traj}
+
+    cell = (store or Store(None)).get_or_compute(key, params, run)
+    return cell["t"], cell["drift"], cell["trajectory"]
