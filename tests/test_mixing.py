@@ -185,3 +185,21 @@ def test_drift_run_records_and_checkpoints(tmp_path):
     t2, d2, _ = mixing.drift_run(model, x0, tau=1.0, steps=20, record_every=5, seed=1,
                                  decode=decode, embed=lambda _: 1 / 0, store=Store(tmp_path))
     assert torch.equal(d2, d)  # resumed from the checkpoint: embed was not called
+
+
+def test_start_states_are_real_different_passages():
+    from tokendyn.conditional import content_ids
+    from tokendyn.data import passages
+    from tokendyn.models.tiny import build_tiny
+
+    L = build_tiny("bert")
+    x = mixing.start_states(L, 12, 4, topics=("health", "sports"), seed=0)
+    y = mixing.start_states(L, 12, 4, topics=("politics", "science"), seed=0)
+    assert x.shape == y.shape == (4, 12) and x.dtype == torch.long
+    assert not torch.equal(x, y)
+    # row 0 is the first health passage with >= 12 tokens, cut to its first 12
+    first = next(p for p in passages("health", n=40, seed=0)
+                 if len(L.tokenizer(p, add_special_tokens=False)["input_ids"]) >= 12)
+    assert torch.equal(x[0], content_ids(L, [first], 12)[0])
+    with pytest.raises(ValueError, match="count"):
+        mixing.start_states(L, 12, 0, topics=("health",))

@@ -30,7 +30,7 @@ from .conditional import ConditionalModel
 __all__ = [
     "Survival", "survival", "drift", "plateau", "hitting_times", "scaling_fit", "ScalingFit",
     "crossover", "coupon_collector_survival", "n_log_n", "pair_tv", "mixing_time",
-    "coupling_grid", "drift_run",
+    "coupling_grid", "drift_run", "start_states",
 ]
 
 
@@ -329,3 +329,31 @@ def drift_run(model: ConditionalModel, x0: torch.Tensor, *, tau: float, steps: i
 
     cell = (store or Store(None)).get_or_compute(key, params, run)
     return cell["t"], cell["drift"], cell["trajectory"]
+
+
+def start_states(loaded, n: int, count: int, *, topics: Sequence[str], seed: int = 0) -> torch.Tensor:
+    """Starting states from real passages: ``count`` rows [count, n] of content token ids.
+
+    Rows cycle through ``topics`` (``tokendyn.data`` topics), each row the first ``n`` tokens of
+    the next passage of its topic that has at least ``n`` tokens. Two calls with disjoint topic
+    lists give pairs of different real passages, the paper's coupling starts.
+    """
+    from .conditional import content_ids
+    from .data import passages
+
+    check_range("n", n, 1, integer=True)
+    check_range("count", count, 1, integer=True)
+    if not topics:
+        raise ValueError("topics is empty")
+    pools = {t: [p for p in passages(t, n=max(40, 2 * count), seed=seed)
+                 if len(loaded.tokenizer(p, add_special_tokens=False)["input_ids"]) >= n]
+             for t in topics}
+    texts = []
+    for k in range(count):
+        pool = pools[topics[k % len(topics)]]
+        j = k // len(topics)
+        if j >= len(pool):
+            raise ValueError(f"topic {topics[k % len(topics)]!r} has only {len(pool)} passages with "
+                             f">= {n} tokens; ask for fewer rows or more topics")
+        texts.append(pool[j])
+    return content_ids(loaded, texts, n)
