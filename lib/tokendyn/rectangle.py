@@ -250,3 +250,23 @@ def arnold_press(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, a_val
          - M[:, None, :, :, None] + M[:, None, :, None, :])
     return ArnoldPressResult(log_ratio=M, residual=R, rms=R.pow(2).mean((1, 2)).sqrt(),
                              max_delta=C.abs().flatten(1).max(1).values)
+
+
+def draw_rectangles_uniform(vocab_size: int, excluded: list[int], x: Tensor, *, seed: int = 0,
+                            gap: int | None = None) -> Rectangles:
+    """Random rectangles for a model without masked conditionals (the autoregressive control):
+    sites by :func:`draw_sites`, alternatives uniform over ``[0, vocab_size)`` minus ``excluded``
+    (special ids) and minus the current token. x ``[B, n]`` -> :class:`Rectangles`."""
+    check_range("vocab_size", vocab_size, 2, integer=True)
+    b, n = x.shape
+    if n < 2:
+        raise ValueError("x must have at least 2 sites for a rectangle")
+    gen = make_generator(seed, "cpu")
+    i, j = draw_sites(b, n, gen, gap)
+    L = torch.zeros(b, vocab_size)
+    L[:, [e for e in excluded if 0 <= e < vocab_size]] = float("-inf")
+    xc = x.cpu()
+    a2 = choose_alternatives(L, _gather(xc, i), 1, "uniform", 1.0, gen)[:, 0]
+    b2 = choose_alternatives(L, _gather(xc, j), 1, "uniform", 1.0, gen)[:, 0]
+    dev = x.device
+    return Rectangles(i=i.to(dev), j=j.to(dev), a2=a2.to(dev), b2=b2.to(dev))
