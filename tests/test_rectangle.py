@@ -156,3 +156,13 @@ def test_bad_arguments():
     cls = torch.full((2,), mlm.cls_id)
     with pytest.raises(ValueError, match="support"):
         R.delta(mlm, xm, torch.tensor([0, 1]), torch.tensor([2, 3]), cls, cls)
+
+
+def test_uniform_rectangles_for_models_without_conditionals():
+    x = torch.randint(3, 40, (50, 6), generator=torch.Generator().manual_seed(0))
+    r = R.draw_rectangles_uniform(40, [0, 1, 2], x, seed=1)
+    rows = torch.arange(50)
+    assert (r.i != r.j).all() and (r.a2 != x[rows, r.i]).all() and (r.b2 != x[rows, r.j]).all()
+    assert (r.a2 >= 3).all() and (r.b2 >= 3).all() and r.a2.max() < 40
+    again = R.draw_rectangles_uniform(40, [0, 1, 2], x, seed=1)
+    assert torch.equal(r.a2, again.a2) and torch.equal(r.i, again.i)
