@@ -297,7 +297,7 @@ def provenance(device: str) -> dict[str, Any]:
     p = {"tokendyn_version": __version__, "torch_version": torch.__version__,
          "python": platform.python_version(), "machine": platform.machine(),
          "processor": platform.processor() or None, "cpu_count": os.cpu_count(),
-         "torch_threads": torch.get_num_threads(), "git_commit": commit,
+         "torch_threads": torch.get_num_threads(), "nice": os.nice(0), "git_commit": commit,
          "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     try:
         p["cpu_model"] = next(ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
