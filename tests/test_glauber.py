@@ -129,6 +129,7 @@ def test_censored_rows_are_kept_and_marked():
     assert (same.times == 0).all() and same.coupled.all()
 
 
+@pytest.mark.slow
 def test_maximal_couples_faster_than_crn_on_a_potts_chain():
     m = toy.potts_chain(6, 5, coupling=0.5, seed=4)
     x0 = torch.zeros(400, 6, dtype=torch.long)

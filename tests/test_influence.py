@@ -69,6 +69,7 @@ def test_leave_probability_is_one_minus_kernel_diagonal():
         torch.testing.assert_close(I.leave_probability(m, S, tau), 1 - P.diagonal())
 
 
+@pytest.mark.slow
 def test_margin_bound_holds_and_traps_dwell_geometrically():
     m = toy.potts_chain(6, 3, coupling=2.0, seed=2)
     x0 = torch.randint(3, (3, 6), generator=torch.Generator().manual_seed(0))
