@@ -37,6 +37,7 @@ def _atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a checkpoint is an ordinary readable file
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
