@@ -171,7 +171,9 @@ class MLMConditional:
         pieces = [self._chunk_logits(tokens[s:s + self.chunk], sites[s:s + self.chunk])
                   for s in range(0, tokens.shape[0], self.chunk)]
         logits = torch.cat(pieces, 0) if pieces else torch.empty(0, self.vocab_size, device=dev)
-        logits = logits.float().masked_fill(self.unsupported.to(dev), float("-inf"))
+        if self.unsupported.device != dev:  # move once, not every step
+            self.unsupported = self.unsupported.to(dev)
+        logits = logits.float().masked_fill(self.unsupported, float("-inf"))
         return logits.to(out_device)
 
     def _chunk_logits(self, tokens: Tensor, sites: Tensor) -> Tensor:
