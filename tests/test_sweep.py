@@ -40,3 +40,14 @@ def test_runs_write_results_and_resume(tmp_path):
     stamp = (dirs[0] / "99_toy.json").stat().st_mtime_ns
     sweep.run_one(nb, {"x": 2}, out)  # finished: skipped, results untouched
     assert (dirs[0] / "99_toy.json").stat().st_mtime_ns == stamp
+
+
+def test_chapter_parameters_reads_the_parameters_cell(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("n_chains = 64   # chains (GPU: 4096)\ntau = 1.0",
+                                          metadata={"tags": ["parameters"]})]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "c.ipynb")
+    rows = sweep.chapter_parameters(tmp_path / "c.ipynb")
+    assert rows == [{"name": "n_chains", "default": "64", "help": "chains (GPU: 4096)"},
+                    {"name": "tau", "default": "1.0", "help": ""}]

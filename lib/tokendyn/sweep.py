@@ -79,6 +79,15 @@ def run_one(notebook: str | Path, params: Mapping[str, Any], out_root: str | Pat
     return out
 
 
+def chapter_parameters(notebook: str | Path) -> list[dict[str, str]]:
+    """The ``parameters`` cell of a chapter: one dict per parameter with ``name``, ``default`` and
+    ``help`` (its inline comment, where the chapters note GPU-scale values)."""
+    import papermill
+
+    found = papermill.inspect_notebook(str(notebook))
+    return [{"name": v["name"], "default": v["default"], "help": v["help"]} for v in found.values()]
+
+
 def collect(out_root: str | Path, chapter: str) -> list[dict[str, Any]]:
     """Every finished run's results record for ``chapter`` under ``out_root``, in folder order."""
     rows = []
