@@ -100,6 +100,23 @@ def test_oracle_terminal_and_rollin_bookkeeping():
     assert all(row["value"] < 1e-5 for row in rows)  # a point mass is recovered exactly
     with pytest.raises(ValueError, match="t0"):
         tube.rollin_curve(net, x1, float, [1.0], [2])
+    both = tube.rollin_curve(net, x1, lambda z: {"a": 1.0, "b": 2}, [0.5], [2])
+    assert both[0]["a"] == 1.0 and both[0]["b"] == 2.0 and "value" not in both[0]
+
+
+def test_residual_flips_structured_vs_isotropic():
+    # Readout on the first coordinate's sign; clean latents at +0.5, pushed to -0.5 along it.
+    decode = lambda z: (z[..., 0] > 0).long()  # noqa: E731
+    x1 = torch.zeros(4, 50, 8)
+    x1[..., 0] = 0.5
+    ref = decode(x1)
+    x_hat = x1.clone()
+    x_hat[..., 0] = -0.5
+    out = tube.residual_flips(decode, ref, x1, x_hat, torch.Generator().manual_seed(0))
+    assert out["structured"] == 1.0
+    assert out["residual_rms"] == pytest.approx(1.0 / math.sqrt(8))
+    # The same norm in a random direction of 8 rarely moves coordinate 0 by 0.5 or more.
+    assert out["isotropic"] < 0.5
 
 
 def test_tube_constant_recovers_a_known_scale():

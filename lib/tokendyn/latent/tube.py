@@ -69,6 +69,21 @@ def isotropic_like(residual: torch.Tensor, generator: torch.Generator) -> torch.
 
 
 @torch.no_grad()
+def residual_flips(decode: Callable[[torch.Tensor], torch.Tensor], reference: torch.Tensor,
+                   x1: torch.Tensor, x_hat: torch.Tensor, generator: torch.Generator) -> dict[str, float]:
+    """Flip rates of the structured residual ``x_hat - x1`` and of a norm-matched isotropic one.
+
+    ``x1``/``x_hat`` ``[B, L, d]``; ``decode`` maps latents to ids ``[B, L]``; ``reference`` ``[B, L]``.
+    Returns ``{"structured", "isotropic", "residual_rms"}``; ``structured`` is the flip rate of
+    ``x_hat`` itself.
+    """
+    residual = x_hat - x1
+    return {"structured": flip_rate(reference, decode(x_hat)),
+            "isotropic": flip_rate(reference, decode(x1 + isotropic_like(residual, generator))),
+            "residual_rms": float(residual.pow(2).mean().sqrt())}
+
+
+@torch.no_grad()
 def oracle_terminal(net: VelocityNet, x1: torch.Tensor, steps: int, generator: torch.Generator
                     ) -> tuple[torch.Tensor, float]:
     """Oracle roll-in of a ``steps``-step generator from noise, up to its terminal step.
@@ -84,7 +99,8 @@ def oracle_terminal(net: VelocityNet, x1: torch.Tensor, steps: int, generator: t
 
 
 @torch.no_grad()
-def rollin_curve(net: VelocityNet, x1: torch.Tensor, metric: Callable[[torch.Tensor], float],
+def rollin_curve(net: VelocityNet, x1: torch.Tensor,
+                 metric: Callable[[torch.Tensor], float | dict[str, float]],
                  t0s: Sequence[float], steps: Sequence[int], *, method: str = "euler",
                  seed: int = 0) -> list[dict]:
     """Noise clean latents ``x1`` ``[B, L, d]`` to each ``t0``, integrate the ODE with each K, score.
@@ -92,7 +108,8 @@ def rollin_curve(net: VelocityNet, x1: torch.Tensor, metric: Callable[[torch.Ten
     The same noise draw (from ``seed``) is used for every ``t0`` and K, so curves differ only by the
     sampler. ``metric(x1_hat)`` scores the terminal latents (a flip rate for text, a pixel error for
     images). One row per (K, t0): ``K``, ``t0``, ``s_start = s(t0)``, ``t_terminal``,
-    ``s = s(t_terminal)`` (the effective noise scale of the terminal step) and ``value``.
+    ``s = s(t_terminal)`` (the effective noise scale of the terminal step) and ``value`` (or, when
+    ``metric`` returns a dict, its keys).
     """
     for t0 in t0s:
         check_range("t0", t0, 0, 1, lo_open=True)
@@ -106,8 +123,10 @@ def rollin_curve(net: VelocityNet, x1: torch.Tensor, metric: Callable[[torch.Ten
         for t0 in t0s:
             x_hat = ode_sample(net, t0 * x1 + (1 - t0) * eps, t0, k, method)
             tt = terminal_start(t0, k)
+            v = metric(x_hat)
             rows.append({"K": int(k), "t0": float(t0), "s_start": float(noise_scale(float(t0))),
-                         "t_terminal": tt, "s": float(noise_scale(tt)), "value": float(metric(x_hat))})
+                         "t_terminal": tt, "s": float(noise_scale(tt)),
+                         **({k2: float(x) for k2, x in v.items()} if isinstance(v, dict) else {"value": float(v)})})
     return rows
 
 
