@@ -86,7 +86,9 @@ def test_special_ids_reject_mask_as_wrapper():
 def test_content_ids_and_errors(loaded):
     x = content_ids(loaded, [TEXT, TEXT], 7)
     assert x.shape == (2, 7) and x.dtype == torch.long
-    assert loaded.tokenizer.cls_token_id not in x[0].tolist()
+    assert not set(x.flatten().tolist()) & set(loaded.tokenizer.all_special_ids)
+    unk = content_ids(loaded, ["the 7 city @ of the 9 river north"], 5)  # digits/@ are [UNK] here
+    assert not set(unk[0].tolist()) & set(loaded.tokenizer.all_special_ids)
     assert len(decode(loaded, x)) == 2
     with pytest.raises(ValueError, match=r"texts\[1\]"):
         content_ids(loaded, [TEXT, "the"], 7)

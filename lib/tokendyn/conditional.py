@@ -189,15 +189,18 @@ class MLMConditional:
 
 
 def content_ids(loaded: Any, texts: Sequence[str], n: int) -> Tensor:
-    """The first ``n`` content token ids of each text (no special tokens) -> ``[len(texts), n]``.
+    """The first ``n`` content token ids of each text -> ``[len(texts), n]``.
 
-    Raises ``ValueError`` naming the text that has fewer than ``n`` tokens.
+    Special tokens are dropped, including ``[UNK]`` for characters the vocabulary lacks: they are
+    outside the support, so a state holding one could never be reached or tested by a rectangle.
+    Raises ``ValueError`` naming the text that has fewer than ``n`` tokens left.
     """
     check_range("n", n, 1, integer=True)
     tok = loaded.tokenizer
+    special = set(tok.all_special_ids)
     rows = []
     for k, text in enumerate(texts):
-        ids = tok(text, add_special_tokens=False)["input_ids"]
+        ids = [t for t in tok(text, add_special_tokens=False)["input_ids"] if t not in special]
         if len(ids) < n:
             raise ValueError(f"texts[{k}] has {len(ids)} tokens, fewer than n={n}: {text[:60]!r}")
         rows.append(ids[:n])
