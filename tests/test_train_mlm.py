@@ -1,0 +1,65 @@
+"""Tests for scripts/train_mlm.py: the masking rule, the schedule, and argument checks."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+_spec = importlib.util.spec_from_file_location(
+    "train_mlm", Path(__file__).resolve().parents[1] / "scripts" / "train_mlm.py")
+train_mlm = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(train_mlm)
+
+
+
+class _Tok:
+    mask_token_id = 3
+
+    def __len__(self):
+        return 100
+
+
+def _batch():
+    ids = torch.randint(5, 100, (64, 32), generator=torch.Generator().manual_seed(0))
+    ids[:, 0], ids[:, -1] = 1, 2  # [CLS] ... [SEP]
+    ids[0, 10:] = 0  # padding
+    ids[0, 9] = 2
+    special = torch.zeros(100, dtype=torch.bool)
+    special[:5] = True
+    return ids, special
+
+
+def test_mask_batch_follows_the_bert_rule_and_is_seeded():
+    ids, special = _batch()
+    inp, pos, tgt = train_mlm.mask_batch(ids, _Tok(), special, 0.15, torch.Generator().manual_seed(1))
+    inp2, pos2, tgt2 = train_mlm.mask_batch(ids, _Tok(), special, 0.15, torch.Generator().manual_seed(1))
+    assert torch.equal(inp, inp2) and torch.equal(pos, pos2)
+    assert torch.equal(tgt, ids[pos[:, 0], pos[:, 1]])
+    assert not special[ids[pos[:, 0], pos[:, 1]]].any()  # never a special or padding target
+    assert set(pos[:, 0].tolist()) == set(range(64))  # every row has a target
+    picked = torch.zeros_like(ids, dtype=torch.bool)
+    picked[pos[:, 0], pos[:, 1]] = True
+    assert torch.equal(inp[~picked], ids[~picked])  # only picked sites change
+    share = picked[~special[ids]].float().mean().item()
+    assert 0.13 < share < 0.19
+    masked = (inp[picked] == 3).float().mean().item()
+    assert 0.7 < masked < 0.9  # ~80% of targets are shown as the mask token
+
+
+def test_lr_schedule_warmup_stable_decay():
+    f = lambda s: train_mlm.lr_at(s, 1e-3, steps=100, warmup=10, decay=20)  # noqa: E731
+    assert f(0) == pytest.approx(1e-4) and f(9) == pytest.approx(1e-3)
+    assert f(50) == f(79) == 1e-3
+    assert f(90) == pytest.approx(5e-4) and f(99) == pytest.approx(5e-5)
+    # the stable phase does not depend on the total, so a run can be lengthened by resuming
+    assert train_mlm.lr_at(60, 1e-3, 200, 10, 40) == f(60)
+
+
+def test_bad_arguments_fail_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match="mask_rate"):
+        train_mlm.main(["--model", "minilm-mlm", "--mask-rate", "0.9", "--ckpt-dir", str(tmp_path)])
+    with pytest.raises(ValueError, match="steps"):
+        train_mlm.main(["--model", "minilm-mlm", "--steps", "0", "--ckpt-dir", str(tmp_path)])
