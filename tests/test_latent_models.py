@@ -39,6 +39,7 @@ def test_text_autoencoder_shapes_and_unit_rms():
     assert ae.logits(z).shape == (3, 6, 50) and ae.decode(z).shape == (3, 6)
 
 
+@pytest.mark.slow  # the first scikit-learn import alone takes seconds
 def test_image_autoencoder_round_trip_shapes():
     ae = init_params(ImageAutoencoder(ImageAEConfig()), torch.Generator().manual_seed(0))
     x = digits("heldout")[:5]
@@ -50,6 +51,7 @@ def test_image_autoencoder_round_trip_shapes():
 
 
 @pytest.mark.slow
+@torch.no_grad()
 def test_shipped_text_model_reconstructs_held_out_text():
     m = load_text_latent()
     ids = m.heldout(32, seed=0)
@@ -64,6 +66,7 @@ def test_shipped_text_model_reconstructs_held_out_text():
 
 
 @pytest.mark.slow
+@torch.no_grad()
 def test_shipped_image_model_reconstructs_held_out_digits():
     m = load_image_latent()
     x = m.heldout(64, seed=0)
@@ -73,3 +76,24 @@ def test_shipped_image_model_reconstructs_held_out_digits():
     # Standardised latents: per-channel mean 0 and std 1 on the training split.
     assert torch.allclose(z.mean((0, 1)), torch.zeros(2), atol=1e-3)
     assert torch.allclose(z.std((0, 1)), torch.ones(2), atol=1e-2)
+
+
+@pytest.mark.slow
+@torch.no_grad()
+def test_golden_rollin_values_of_the_shipped_models():
+    """Seeded roll-ins on the shipped weights (float32, CPU): regression values for the chapter."""
+    m = load_text_latent()
+    ids = m.heldout(32, seed=0)
+    assert ids[0, :8].tolist() == [6, 0, 8, 6, 122, 1235, 19, 37]
+    ae = m.autoencoder
+    x1 = ae.encode(ids)
+    ref = ae.decode(x1)
+    rows = tube.rollin_curve(m.flow, x1, lambda z: (ae.decode(z) != ref).sum().item(), [0.5], [4], seed=0)
+    assert abs(rows[0]["value"] - 361) <= 3  # of 1,024 tokens; a few may tie differently elsewhere
+
+    im = load_image_latent()
+    z = im.autoencoder.encode(im.heldout(32, seed=0))
+    clean = im.autoencoder.decode(z)
+    rmse = lambda q: float((im.autoencoder.decode(q) - clean).pow(2).mean().sqrt())  # noqa: E731
+    rows = tube.rollin_curve(im.flow, z, rmse, [0.5], [4], seed=0)
+    assert rows[0]["value"] == pytest.approx(0.20477, rel=1e-3)
