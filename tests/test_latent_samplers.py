@@ -135,6 +135,7 @@ def test_velocity_net_shapes_and_seeded_init():
     assert net(x, torch.tensor(0.5)).shape == (4, 5, 3)
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss_and_resumes_to_the_same_weights(tmp_path):
     data = torch.randn(64, 5, 3, generator=torch.Generator().manual_seed(0)) * 0.3 + 1.0
 

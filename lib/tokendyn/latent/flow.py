@@ -17,7 +17,7 @@ which is the *effective noise scale* of a posterior-mean step taken from ``t`` (
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -35,9 +35,6 @@ class FlowConfig:
     depth: int = 3
     heads: int = 4
     ff: int = 256
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class VelocityNet(nn.Module):

@@ -37,6 +37,7 @@ def terminal_start(t0: float, steps: int) -> float:
 @torch.no_grad()
 def posterior_mean(net: VelocityNet, x: torch.Tensor, t: float) -> torch.Tensor:
     """``E[x1 | x_t] ~ x + (1 - t) v(x, t)`` for ``x`` ``[B, L, d]`` at scalar time ``t`` -> ``[B, L, d]``."""
+    check_range("t", t, 0, 1)
     tt = torch.full((x.shape[0],), float(t), dtype=x.dtype, device=x.device)
     return x + (1.0 - t) * net(x, tt)
 
