@@ -143,3 +143,19 @@ def test_posterior_mean_of_point_mass_is_the_point():
     mu = torch.tensor([0.5, -1.0])
     x = torch.randn(2, 3, 2, generator=torch.Generator().manual_seed(0))
     assert torch.allclose(posterior_mean(PointMass(mu), x, 0.3), mu.expand(2, 3, 2), atol=1e-6)
+
+
+def test_bigram_perplexity_and_repetition_exact():
+    from tokendyn.latent.bigram import BigramLM, repetition_rate
+
+    seqs = torch.tensor([[0, 1, 2], [0, 1, 1]])
+    lm = BigramLM(seqs, vocab_size=3, alpha=1.0)
+    # Pairs: (0,1) x2, (1,2), (1,1); from 0: 2 of 2, from 1: one each to 1 and 2.
+    lp = lm.log_prob(torch.tensor([[0, 1, 2]]))
+    assert lp.exp().tolist()[0] == pytest.approx([(2 + 1) / (2 + 3), (1 + 1) / (2 + 3)])
+    assert lm.perplexity(torch.tensor([[0, 1, 2]])) == pytest.approx(math.exp(-float(lp.mean())))
+    # An unseen pair gets only the smoothing mass: from 2 nothing was seen.
+    assert lm.log_prob(torch.tensor([[2, 0]])).exp().item() == pytest.approx(1 / 3)
+    assert repetition_rate(torch.tensor([[5, 5, 5, 1], [1, 2, 3, 3]])) == pytest.approx(3 / 6)
+    with pytest.raises(ValueError, match="ids"):
+        BigramLM(torch.tensor([[0, 4]]), vocab_size=3)
