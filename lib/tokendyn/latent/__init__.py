@@ -14,6 +14,7 @@ image-VAE weights reach this offline environment, so we train small analogues wi
   step, on the same network;
 - :mod:`.tube`: margins to the readout's decision boundaries, the tube mass F(r), flip rates, the
   oracle roll-in, structured against norm-matched isotropic residuals, and DABI;
+- :mod:`.bigram`: a smoothed bigram perplexity and repetition rate for generated tokens;
 - :mod:`.training`: seeded initialisation and the resumable training loop.
 
 The shipped weights (``data/models/{text,image}-latent``, made by ``scripts/train_latents.py``) load
