@@ -174,19 +174,33 @@ def test_drift_run_records_and_checkpoints(tmp_path):
         return torch.stack([torch.bincount(torch.tensor([int(w) for w in t.split()]), minlength=4)
                             .float() for t in texts])
 
-    t, d, traj = mixing.drift_run(model, x0, tau=1.0, steps=20, record_every=5, seed=1,
-                                  decode=decode, embed=embed, store=Store(tmp_path))
+    run = mixing.drift_run(model, x0, tau=1.0, steps=20, record_every=5, seed=1,
+                           decode=decode, embed=embed, store=Store(tmp_path))
+    t, d, traj = run.t, run.drift, run.trajectory
     assert t.tolist() == [0, 5, 10, 15, 20] and d.shape == (5, 3) and traj.shape == (5, 3, 5)
     assert torch.all(d[0] == 0)
     ref = glauber.sample(model, x0, steps=20, tau=1.0, seed=1, record_every=5).trajectory
     assert torch.equal(traj, ref)
     counts = torch.nn.functional.one_hot(traj, 4).sum(2).double()  # [T, B, 4]
     assert torch.allclose(d, mixing.drift(counts, counts[0]))
-    t2, d2, _ = mixing.drift_run(model, x0, tau=1.0, steps=20, record_every=5, seed=1,
-                                 decode=decode, embed=lambda _: 1 / 0, store=Store(tmp_path))
-    assert torch.equal(d2, d)  # resumed from the checkpoint: embed was not called
+    assert torch.allclose(run.forgotten, mixing.forgotten_drift(counts, counts[0]))
+    again = mixing.drift_run(model, x0, tau=1.0, steps=20, record_every=5, seed=1,
+                             decode=decode, embed=lambda _: 1 / 0, store=Store(tmp_path))
+    assert torch.equal(again.drift, d)  # resumed from the checkpoint: embed was not called
 
 
+def test_forgotten_drift_is_the_mean_distance_to_the_other_starts():
+    e0 = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    et = e0[None].clone()  # at t = 0 every chain sits on its own start
+    f = mixing.forgotten_drift(et, e0)
+    c = 1 / math.sqrt(2)
+    assert torch.allclose(f[0], torch.tensor([1 - (0 + c) / 2, 1 - (0 + c) / 2, 1 - c],
+                                             dtype=torch.float64))
+    with pytest.raises(ValueError, match="2 chains"):
+        mixing.forgotten_drift(et[:, :1], e0[:1])
+
+
+@pytest.mark.slow  # parses the 10,033-paragraph Wikipedia file
 def test_start_states_are_real_different_passages():
     from tokendyn.conditional import content_ids
     from tokendyn.data import passages
