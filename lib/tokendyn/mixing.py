@@ -30,7 +30,7 @@ from .conditional import ConditionalModel
 __all__ = [
     "Survival", "survival", "drift", "plateau", "hitting_times", "scaling_fit", "ScalingFit",
     "crossover", "coupon_collector_survival", "n_log_n", "pair_tv", "mixing_time",
-    "coupling_grid", "drift_run", "start_states",
+    "coupling_grid", "drift_run", "DriftRun", "forgotten_drift", "start_states",
 ]
 
 
@@ -138,8 +138,11 @@ def hitting_times(d: torch.Tensor, t: torch.Tensor | Sequence[float], *, level: 
                   reached: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Drift hitting times: per chain, the first recorded time with drift ``>= level``.
 
-    The chapter's definition: ``level = theta * plateau`` (``theta = 0.9``) with the plateau of the
-    same (model, tau, n) group from :func:`plateau`. ``d`` [T, B] drift at the times ``t`` [T].
+    The chapter's definition: ``level = theta * F`` (``theta = 0.9``) where ``F`` is the
+    *forgotten level* of the same (model, tau, n) group: :func:`forgotten_drift` averaged over the
+    chains and the last quarter of the run. A chain hits when it is nearly as far from its own start
+    as from the other chains' starts; a chain stuck near its start never does, however flat its own
+    curve. ``d`` [T, B] drift at the times ``t`` [T].
     Returns ``(times [B], censored [B])``: a chain that never reaches ``level`` is censored at the
     last recorded time; if the group's plateau was not ``reached`` every chain is censored there,
     because the level itself is not yet known.
@@ -305,18 +308,50 @@ def coupling_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *
     return out
 
 
+@dataclass(frozen=True)
+class DriftRun:
+    """Drift along B chains recorded at T times.
+
+    ``t`` [T] steps; ``drift`` [T, B] ``1 - cos`` to each chain's own start; ``forgotten``
+    [T, B] the mean ``1 - cos`` to the *other* chains' starts (the drift a chain shows once it has
+    forgotten where it started); ``trajectory`` [T, B, n] the recorded states.
+    """
+
+    t: torch.Tensor
+    drift: torch.Tensor
+    forgotten: torch.Tensor
+    trajectory: torch.Tensor
+
+
+def forgotten_drift(emb_t: torch.Tensor, emb_0: torch.Tensor) -> torch.Tensor:
+    """Mean ``1 - cos(e(x_t^b), e(x_0^c))`` over the other chains ``c != b``.
+
+    ``emb_t`` [T, B, d], ``emb_0`` [B, d] with B >= 2 -> [T, B] float64. A chain that has forgotten
+    its start is as far from its own start as from the others': ``drift`` reaches this level.
+    """
+    if emb_0.shape[0] < 2:
+        raise ValueError("forgotten_drift needs at least 2 chains (B >= 2)")
+    a = torch.nn.functional.normalize(emb_t.double(), dim=-1)
+    b = torch.nn.functional.normalize(emb_0.double(), dim=-1)
+    cos = torch.einsum("tbd,cd->tbc", a, b)  # [T, B, B]
+    B = emb_0.shape[0]
+    off = ~torch.eye(B, dtype=torch.bool)
+    return 1.0 - (cos * off).sum(-1) / (B - 1)
+
+
 def drift_run(model: ConditionalModel, x0: torch.Tensor, *, tau: float, steps: int,
               record_every: int, seed: int, decode: Callable[[torch.Tensor], list[str]],
               embed: Callable[[list[str]], torch.Tensor], store: Store | None = None,
-              key: str = "drift", tag: Mapping[str, object] | None = None
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Semantic drift along Glauber chains started at ``x0`` [B, n].
+              key: str = "drift", tag: Mapping[str, object] | None = None) -> DriftRun:
+    """Semantic drift along Glauber chains started at ``x0`` [B, n] (B >= 2).
 
     ``decode`` maps tokens [N, n] to N strings and ``embed`` maps N strings to [N, d] embeddings.
-    Returns ``(t [T], drift [T, B], trajectory [T, B, n])``, recorded every ``record_every``
-    steps including t = 0. Checkpointed as one cell of ``store``.
+    Returns a :class:`DriftRun` recorded every ``record_every`` steps including t = 0.
+    Checkpointed as one cell of ``store``.
     """
     check_range("record_every", record_every, 1, integer=True)
+    if x0.dim() != 2 or x0.shape[0] < 2:
+        raise ValueError(f"x0 must be [B, n] with B >= 2 chains, got {tuple(x0.shape)}")
     params = {"tau": float(tau), "steps": steps, "record_every": record_every, "seed": seed,
               "x0": x0.tolist(), **dict(tag or {})}
 
@@ -325,10 +360,12 @@ def drift_run(model: ConditionalModel, x0: torch.Tensor, *, tau: float, steps: i
         traj = res.trajectory.cpu()  # [T, B, n]
         T, B, n = traj.shape
         emb = embed(decode(traj.reshape(T * B, n))).reshape(T, B, -1)
-        return {"t": res.steps_recorded.cpu(), "drift": drift(emb, emb[0]), "trajectory": traj}
+        return {"t": res.steps_recorded.cpu(), "drift": drift(emb, emb[0]),
+                "forgotten": forgotten_drift(emb, emb[0]), "trajectory": traj}
 
     cell = (store or Store(None)).get_or_compute(key, params, run)
-    return cell["t"], cell["drift"], cell["trajectory"]
+    return DriftRun(t=cell["t"], drift=cell["drift"], forgotten=cell["forgotten"],
+                    trajectory=cell["trajectory"])
 
 
 def start_states(loaded, n: int, count: int, *, topics: Sequence[str], seed: int = 0) -> torch.Tensor:
