@@ -12,6 +12,8 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# Spinning OpenMP threads made steps 8-15x slower whenever the 2 cores were shared (benchmarks).
+export OMP_WAIT_POLICY := PASSIVE
 
 .PHONY: setup book test unit nbval browser bench notebooks clean help
 
