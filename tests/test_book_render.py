@@ -86,6 +86,8 @@ def _open(browser, server: str, page_path: Path):
     page.route("**/*", route)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    # A script or font the book should serve itself but does not (a 404) is an error too.
+    page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
     url = f"{server}/{page_path.relative_to(HTML).as_posix()}"
     page.goto(url, wait_until="load")
     return ctx, page, outside, errors

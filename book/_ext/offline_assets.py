@@ -1,7 +1,7 @@
 """Sphinx extension: the built book serves every script it needs itself, taken from registry
 packages at build time, so charts, widgets and formulas render with no network.
 
-On ``builder-inited`` it fills ``_build/book-assets/`` (copied into ``_build/html/_static/``):
+On ``config-inited`` (before Sphinx drops static paths that do not exist yet) it fills ``_build/book-assets/`` (copied into ``_build/html/_static/``):
 - ``vega-bundle.js``: Vega, Vega-Lite and vega-embed from ``vl_convert.javascript_bundle()``;
 - ``mathjax/``: MathJax 3 from npm ``mathjax``;
 - ``require.js`` and ``html-manager/``: RequireJS and the Jupyter widget manager from npm;
@@ -51,7 +51,7 @@ def gather() -> Path:
     return OUT
 
 
-def _builder_inited(app) -> None:
+def _config_inited(app, config) -> None:
     gather()
 
 
@@ -70,6 +70,7 @@ def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
-    app.connect("builder-inited", _builder_inited)
+    # Priority 100: before sphinx.builders.html.validate_html_static_path (800) checks the folder.
+    app.connect("config-inited", _config_inited, priority=100)
     app.connect("html-page-context", _drop_thebe, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
