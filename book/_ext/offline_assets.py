@@ -44,7 +44,8 @@ def gather() -> Path:
         bundle.write_text(vl_convert.javascript_bundle())
         version.write_text(want)
     _copy_tree(NODE / "mathjax" / "es5", OUT / "mathjax")
-    _copy_tree(NODE / "@jupyter-widgets" / "html-manager" / "dist", OUT / "html-manager")
+    # Kept at its npm path: embed-amd.js asks for its fonts at <cdn>/@jupyter-widgets/html-manager/dist/.
+    _copy_tree(NODE / "@jupyter-widgets" / "html-manager" / "dist", OUT / "@jupyter-widgets" / "html-manager" / "dist")
     shutil.copyfile(NODE / "requirejs" / "require.js", OUT / "require.js")
     for js in (ROOT / "book" / "assets").glob("*.js"):
         shutil.copyfile(js, OUT / js.name)
