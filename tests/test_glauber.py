@@ -165,3 +165,83 @@ def test_bad_arguments_fail_before_compute():
         G.coupling_times(m, x0, x0, tau=1.0, max_steps=3, seed=0, coupling="reflection")
     with pytest.raises(ValueError, match="same shape"):
         G.coupling_times(m, x0, x0[:1], tau=1.0, max_steps=3, seed=0)
+
+
+def test_per_chain_temperature_is_each_rows_own_softmax():
+    logits = torch.tensor([[2.0, 0.0, -1.0, -math.inf]]).expand(3, 4)
+    taus = torch.tensor([0.05, 1.0, 100.0])
+    p = G.probabilities(logits, taus)
+    for k, tau in enumerate(taus.tolist()):
+        torch.testing.assert_close(p[k], G.probabilities(logits[:1], tau)[0], rtol=0, atol=0)
+    with pytest.raises(ValueError, match=r"tau"):
+        G.sample(toy.uniform(3, 4), torch.zeros(3, 3, dtype=torch.long), steps=1,
+                 tau=torch.tensor([1.0, 0.0, 1.0]), seed=0)
+    with pytest.raises(ValueError, match=r"shape \[3\]"):
+        G.sample(toy.uniform(3, 4), torch.zeros(3, 3, dtype=torch.long), steps=1,
+                 tau=torch.tensor([1.0, 2.0]), seed=0)
+
+
+@pytest.mark.slow
+def test_mixed_temperature_batch_gives_each_temperatures_exact_law():
+    m = toy.potts_chain(3, 3, coupling=1.0, seed=3)
+    N = 5000
+    taus = [0.6, 2.0]
+    tau = torch.tensor(taus).repeat_interleave(N)
+    out = G.sample(m, torch.zeros(2 * N, 3, dtype=torch.long), steps=60, tau=tau, seed=5).tokens
+    for k, t in enumerate(taus):
+        emp = _empirical(out[k * N:(k + 1) * N], 3)
+        pi = m.gibbs_law(t)
+        chi2 = float(((emp - pi) ** 2 / pi).sum() * N)
+        assert chi2 < 54.05  # 26 degrees of freedom, 99.9% quantile
+    # the two temperatures really differ: the cold law is more concentrated
+    assert m.gibbs_law(0.6).max() > m.gibbs_law(2.0).max() + 0.05
+
+
+@pytest.mark.slow
+def test_dropping_coupled_pairs_keeps_the_coupon_collector_law():
+    n, N = 8, 1500
+    u = toy.uniform(n, 30)
+    x0 = torch.arange(n).repeat(2 * N, 1)
+    tau = torch.tensor([0.5, 5.0]).repeat_interleave(N)  # the uniform model ignores tau
+    res = G.coupling_times(u, x0, x0 + 15, tau=tau, max_steps=400, seed=2, check_every=4,
+                           drop_coupled=True)
+    assert res.coupled.all() and res.times.shape == (2 * N,)
+    for half in (res.times[:N], res.times[N:]):
+        mean, se = half.double().mean().item(), half.double().std().item() / math.sqrt(N)
+        assert abs(mean - toy.coupon_collector_mean(n)) < 4 * se
+
+
+def test_dropping_coupled_pairs_keeps_censored_rows_in_place():
+    m = toy.potts_chain(6, 2, coupling=4.0, seed=0)
+    x0 = torch.zeros(4, 6, dtype=torch.long)
+    y0 = torch.cat([torch.zeros(2, 6, dtype=torch.long), torch.ones(2, 6, dtype=torch.long)])
+    res = G.coupling_times(m, x0, y0, tau=torch.tensor([1.0, 1.0, 0.1, 0.1]), max_steps=40, seed=0,
+                           check_every=4, drop_coupled=True)
+    assert res.times[:2].tolist() == [0, 0] and res.coupled[:2].all()
+    assert not res.coupled[2:].any() and (res.times[2:] == 41).all()
+
+
+def test_coupling_records_the_first_chain_as_an_exact_glauber_trajectory():
+    m = toy.potts_chain(4, 3, coupling=1.0, seed=1)
+    x0 = torch.zeros(5, 4, dtype=torch.long)
+    y0 = torch.full((5, 4), 2)
+    res = G.coupling_times(m, x0, y0, tau=1.0, max_steps=40, seed=3, record_every=7, record_steps=30,
+                           drop_coupled=True, check_every=2)
+    assert res.steps_recorded.tolist() == [0, 7, 14, 21, 28]
+    assert res.trajectory.shape == (5, 5, 4) and torch.equal(res.trajectory[0], x0)
+    # each recorded state differs from the one before in at most (steps between records) sites
+    assert ((res.trajectory[1:] != res.trajectory[:-1]).sum(-1) <= 7).all()
+    with pytest.raises(ValueError, match="record_steps"):
+        G.coupling_times(m, x0, y0, tau=1.0, max_steps=10, seed=0, record_every=2, record_steps=11)
+
+
+@pytest.mark.slow
+def test_recorded_coupling_chain_has_the_exact_gibbs_law():
+    m = toy.potts_chain(3, 3, coupling=1.0, seed=3)
+    N, tau = 5000, 0.8
+    x0 = torch.zeros(N, 3, dtype=torch.long)
+    res = G.coupling_times(m, x0, torch.full((N, 3), 2), tau=tau, max_steps=60, seed=4,
+                           record_every=60)
+    emp = _empirical(res.trajectory[-1], 3)
+    pi = m.gibbs_law(tau)
+    assert float(((emp - pi) ** 2 / pi).sum() * N) < 54.05  # chi-square, 26 dof, 99.9%

@@ -217,3 +217,73 @@ def test_start_states_are_real_different_passages():
     assert torch.equal(x[0], content_ids(L, [first], 12)[0])
     with pytest.raises(ValueError, match="count"):
         mixing.start_states(L, 12, 0, topics=("health",))
+
+
+def test_coupling_grid_splits_a_mixed_batch_back_per_tau():
+    model = toy.potts_chain(6, 2, coupling=4.0, field=0.0, seed=0)
+    x0 = torch.zeros(8, 6, dtype=torch.long)
+    y0 = torch.ones(8, 6, dtype=torch.long)
+    res = mixing.coupling_grid(model, x0, y0, taus=[0.2, 50.0], max_steps=300, seed=0)
+    assert list(res) == [0.2, 50.0]
+    assert res[0.2][1].all()            # cold: stuck in the two ground states, censored
+    assert not res[50.0][1].any()       # hot: near-uniform conditionals couple fast
+    assert float(res[50.0][0].double().mean()) < 60
+
+
+def test_drift_grid_matches_drift_run_statistics_and_checkpoints(tmp_path):
+    model = toy.uniform(5, 4)
+    x0 = torch.zeros(3, 5, dtype=torch.long)
+
+    def decode(tokens):
+        return [" ".join(map(str, row.tolist())) for row in tokens]
+
+    def embed(texts):
+        return torch.stack([torch.bincount(torch.tensor([int(w) for w in t.split()]), minlength=4)
+                            .float() for t in texts])
+
+    runs = mixing.drift_grid(model, x0, taus=[0.5, 2.0], steps=20, record_every=5, seed=1,
+                             decode=decode, embed=embed, store=Store(tmp_path))
+    assert list(runs) == [0.5, 2.0]
+    for r in runs.values():
+        assert r.t.tolist() == [0, 5, 10, 15, 20] and r.drift.shape == (5, 3)
+        assert r.trajectory.shape == (5, 3, 5) and torch.equal(r.trajectory[0], x0)
+        counts = torch.nn.functional.one_hot(r.trajectory, 4).sum(2).double()
+        assert torch.allclose(r.drift, mixing.drift(counts, counts[0]))
+        assert torch.allclose(r.forgotten, mixing.forgotten_drift(counts, counts[0]))
+    again = mixing.drift_grid(model, x0, taus=[0.5, 2.0], steps=20, record_every=5, seed=1,
+                              decode=decode, embed=lambda _: 1 / 0, store=Store(tmp_path))
+    assert torch.equal(again[2.0].drift, runs[2.0].drift)
+
+
+def test_coupling_drift_grid_reads_drift_off_the_coupled_chains(tmp_path):
+    model = toy.potts_chain(5, 4, coupling=0.5, seed=2)
+    x0 = torch.zeros(3, 5, dtype=torch.long)
+    y0 = torch.full((3, 5), 3)
+
+    def decode(tokens):
+        return [" ".join(map(str, row.tolist())) for row in tokens]
+
+    def embed(texts):
+        return torch.stack([torch.bincount(torch.tensor([int(w) for w in t.split()]), minlength=4)
+                            .float() for t in texts])
+
+    times, runs = mixing.coupling_drift_grid(model, x0, y0, taus=[0.5, 3.0], max_steps=200,
+                                             drift_steps=40, records=4, seed=2, decode=decode,
+                                             embed=embed, store=Store(tmp_path))
+    assert list(times) == list(runs) == [0.5, 3.0]
+    for tau in (0.5, 3.0):
+        T, cens = times[tau]
+        assert T.shape == cens.shape == (3,)
+        r = runs[tau]
+        assert r.t.tolist() == [0, 10, 20, 30, 40] and torch.equal(r.trajectory[0], x0)
+        counts = torch.nn.functional.one_hot(r.trajectory, 4).sum(2).double()
+        assert torch.allclose(r.drift, mixing.drift(counts, counts[0]))
+    # the same pairs alone, without recording: the same coupling law (hot pairs couple fast)
+    assert float(times[3.0][0].double().mean()) < 200
+    again = mixing.coupling_drift_grid(model, x0, y0, taus=[0.5, 3.0], max_steps=200, drift_steps=40,
+                                       records=4, seed=2, decode=decode, embed=lambda _: 1 / 0,
+                                       store=Store(tmp_path))
+    assert torch.equal(again[1][3.0].drift, runs[3.0].drift)
+    with pytest.raises(ValueError, match="drift_steps"):
+        mixing.coupling_drift_grid(model, x0, y0, taus=[1.0], max_steps=20, drift_steps=40, records=4,
+                                   seed=0, decode=decode, embed=embed)

@@ -14,6 +14,10 @@ Precision: the categorical draw is an inverse-CDF draw in float64 from ``softmax
 with one uniform per chain, whatever dtype the model ran in. It is exact at ``tau = 0.05`` and at
 ``tau = 100`` (``-inf`` logits stay at probability 0).
 
+Temperature: ``tau`` is a float, or a ``[B]`` tensor giving each chain its own temperature, so a
+whole temperature grid runs as one batch (one forward pass per step instead of one per grid
+point; on a small model the per-step overhead, not the FLOPs, is most of the cost).
+
 Scans: ``"random"`` (the paper's chain) picks a fresh uniform site per chain per step;
 ``"systematic"`` visits sites ``0, 1, ..., n-1, 0, ...`` (step ``t`` updates site ``t mod n``).
 """
@@ -59,21 +63,38 @@ class CouplingResult:
     ``times`` ``[B]``: the first step at which the two chains of a row agree at every site
     (``0`` if they start equal). A row that has not coupled within ``max_steps`` is censored:
     its time is ``max_steps + 1`` and ``coupled`` ``[B]`` is False. Censored rows are kept, so
-    ``P(T > t)`` is read directly for every ``t <= max_steps``.
+    ``P(T > t)`` is read directly for every ``t <= max_steps``. With ``record_every=k``,
+    ``trajectory`` ``[T, B, n]`` holds the first chain of every pair at ``steps_recorded`` ``[T]``.
     """
 
     times: Tensor
     coupled: Tensor
     max_steps: int
+    trajectory: Tensor | None = None
+    steps_recorded: Tensor | None = None
 
 
-def check_tau(tau: float) -> None:
-    """``tau`` must lie in ``[1e-3, 1e4]`` (0.05 and 100 are well inside; draws stay exact)."""
+Temperature = float | Tensor
+
+
+def check_tau(tau: Temperature, batch: int | None = None) -> None:
+    """``tau`` (a float, or a ``[B]`` tensor of per-chain values) must lie in ``[1e-3, 1e4]``
+    (0.05 and 100 are well inside; draws stay exact). ``batch``: the ``B`` a tensor must have."""
+    if isinstance(tau, Tensor):
+        if tau.dim() != 1 or (batch is not None and tau.shape[0] != batch):
+            raise ValueError(f"tau as a tensor must have shape [{batch if batch is not None else 'B'}], "
+                             f"one temperature per chain; got {tuple(tau.shape)}")
+        for v in (float(tau.min()), float(tau.max())):
+            check_range("tau", v, TAU_MIN, TAU_MAX)
+        return
     check_range("tau", tau, TAU_MIN, TAU_MAX)
 
 
-def probabilities(logits: Tensor, tau: float) -> Tensor:
-    """logits ``[B, V]`` at ``tau = 1`` -> ``[B, V]`` float64 ``softmax(logits / tau)``."""
+def probabilities(logits: Tensor, tau: Temperature) -> Tensor:
+    """logits ``[B, V]`` at ``tau = 1`` -> ``[B, V]`` float64 ``softmax(logits / tau)``;
+    ``tau`` a float or a ``[B]`` tensor (one temperature per row)."""
+    if isinstance(tau, Tensor):
+        tau = tau.to(device=logits.device, dtype=DRAW_DTYPE).unsqueeze(-1)
     return torch.softmax(logits.to(DRAW_DTYPE) / tau, dim=-1)
 
 
@@ -105,7 +126,7 @@ def init(x0: Tensor) -> GlauberState:
     return GlauberState(tokens=x0.clone(), t=0)
 
 
-def step(model: ConditionalModel, state: GlauberState, gen: torch.Generator, *, tau: float,
+def step(model: ConditionalModel, state: GlauberState, gen: torch.Generator, *, tau: Temperature,
          scan: str = "random") -> GlauberState:
     """One Glauber step of every chain -> the new :class:`GlauberState` (inputs untouched).
 
@@ -127,16 +148,16 @@ def make_generator(seed: int, device: torch.device | str) -> torch.Generator:
     return torch.Generator(device=device).manual_seed(seed)
 
 
-def sample(model: ConditionalModel, x0: Tensor, *, steps: int, tau: float, seed: int,
+def sample(model: ConditionalModel, x0: Tensor, *, steps: int, tau: Temperature, seed: int,
            scan: str = "random", record_every: int | None = None) -> SampleResult:
-    """Run ``steps`` Glauber steps from ``x0`` ``[B, n]`` at temperature ``tau``.
+    """Run ``steps`` Glauber steps from ``x0`` ``[B, n]`` at temperature ``tau`` (float or ``[B]``).
 
     Returns final tokens ``[B, n]`` and, if ``record_every=k``, the states every ``k`` steps
     (``[T, B, n]``, including step 0). The same seed gives the same chains bit for bit on CPU.
     """
     check_tokens(model, x0, "x0")
     check_range("steps", steps, 0, integer=True)
-    check_tau(tau)
+    check_tau(tau, x0.shape[0])
     check_choice("scan", scan, SCANS)
     if record_every is not None:
         check_range("record_every", record_every, 1, integer=True)
@@ -172,9 +193,10 @@ def coupled_draw(p: Tensor, q: Tensor, u1: Tensor, u2: Tensor, coupling: str) ->
     return x, y
 
 
-def coupling_times(model: ConditionalModel, x0: Tensor, y0: Tensor, *, tau: float, max_steps: int,
+def coupling_times(model: ConditionalModel, x0: Tensor, y0: Tensor, *, tau: Temperature, max_steps: int,
                    seed: int, coupling: str = "maximal", scan: str = "random",
-                   check_every: int = 64) -> CouplingResult:
+                   check_every: int = 64, drop_coupled: bool = False,
+                   record_every: int | None = None, record_steps: int | None = None) -> CouplingResult:
     """Couple two Glauber chains per row (``x0``, ``y0`` ``[B, n]``): both update the same site
     each step, with a ``coupling`` (``"maximal"`` or ``"crn"``) of their two site conditionals.
 
@@ -182,34 +204,70 @@ def coupling_times(model: ConditionalModel, x0: Tensor, y0: Tensor, *, tau: floa
     ``max_steps + 1`` (``coupled`` False). Once equal, two chains stay equal. The loop stops early
     when every row has coupled, checked every ``check_every`` steps (the only host syncs).
     ``P(T > t)`` bounds the distance to stationarity ``d(t)`` from these two starts.
+
+    ``tau`` is a float or a ``[B]`` tensor (one temperature per pair). ``drop_coupled=True``
+    removes coupled pairs from the batch at each check: a coupled pair stays equal forever, so
+    this changes no pair's law, only which random numbers each pair draws (still deterministic
+    for a seed), and saves the work a mixed-temperature grid would spend on finished pairs.
+
+    ``record_every=k`` records the first chain of each pair every ``k`` steps up to
+    ``record_steps`` (default ``max_steps``; the loop runs at least that long). A maximal or CRN
+    coupling leaves each chain's own law untouched, so these are exact Glauber trajectories: a
+    semantic-drift measurement gets them for free instead of running chains of its own. No pair
+    is dropped before the last record.
     """
     check_tokens(model, x0, "x0")
     check_tokens(model, y0, "y0")
     if x0.shape != y0.shape:
         raise ValueError(f"x0 and y0 must have the same shape, got {tuple(x0.shape)} and {tuple(y0.shape)}")
-    check_tau(tau)
+    check_tau(tau, x0.shape[0])
     check_range("max_steps", max_steps, 0, integer=True)
     check_choice("coupling", coupling, COUPLINGS)
     check_choice("scan", scan, SCANS)
     check_range("check_every", check_every, 1, integer=True)
+    if record_every is not None:
+        check_range("record_every", record_every, 1, integer=True)
+        record_steps = max_steps if record_steps is None else record_steps
+        check_range("record_steps", record_steps, 0, max_steps, integer=True)
     gen = make_generator(seed, x0.device)
     b, n = x0.shape
     dev = x0.device
-    rows = torch.arange(b, device=dev)
     x, y = x0.clone(), y0.clone()
+    frames, at = ([x0.clone()], [0]) if record_every else ([], [])
+    recording = bool(record_every) and record_steps > 0
     times = torch.where((x == y).all(1), 0, max_steps + 1).to(dev)
+    live = torch.arange(b, device=dev)  # rows of the full batch still in x, y
+    tau_live = tau.to(dev) if isinstance(tau, Tensor) else tau
     for t in range(max_steps):
-        sites = choose_sites(b, n, t, scan, gen, dev)
+        m = x.shape[0]
+        rows = torch.arange(m, device=dev)
+        sites = choose_sites(m, n, t, scan, gen, dev)
         logits = model.site_logits(torch.cat([x, y]), torch.cat([sites, sites]))
-        probs = probabilities(logits, tau)
-        u1, u2 = _uniform(b, gen, dev), _uniform(b, gen, dev)
-        vx, vy = coupled_draw(probs[:b], probs[b:], u1, u2, coupling)
+        probs = probabilities(logits, torch.cat([tau_live, tau_live])
+                              if isinstance(tau_live, Tensor) else tau_live)
+        u1, u2 = _uniform(m, gen, dev), _uniform(m, gen, dev)
+        vx, vy = coupled_draw(probs[:m], probs[m:], u1, u2, coupling)
         x[rows, sites] = vx.to(x.dtype)
         y[rows, sites] = vy.to(y.dtype)
-        newly = (x == y).all(1) & (times > max_steps)
-        times = torch.where(newly, t + 1, times)
-        if (t + 1) % check_every == 0 and bool((times <= max_steps).all()):
-            break
+        t_live = times[live]
+        times[live] = torch.where((x == y).all(1) & (t_live > max_steps), t + 1, t_live)
+        if recording:
+            if (t + 1) % record_every == 0:
+                frames.append(x.clone())
+                at.append(t + 1)
+            recording = ((t + 1) // record_every + 1) * record_every <= record_steps
+            continue  # every pair runs (and nothing is dropped) until the last record
+        if (t + 1) % check_every == 0:
+            open_ = times[live] > max_steps
+            if not bool(open_.any()):
+                break
+            if drop_coupled and not bool(open_.all()):
+                live, x, y = live[open_], x[open_], y[open_]
+                if isinstance(tau_live, Tensor):
+                    tau_live = tau_live[open_]
+    if record_every:
+        return CouplingResult(times=times, coupled=times <= max_steps, max_steps=max_steps,
+                              trajectory=torch.stack(frames), steps_recorded=torch.tensor(at))
     return CouplingResult(times=times, coupled=times <= max_steps, max_steps=max_steps)
 
 

@@ -30,7 +30,7 @@ from .conditional import ConditionalModel
 __all__ = [
     "Survival", "survival", "drift", "plateau", "hitting_times", "scaling_fit", "ScalingFit",
     "crossover", "coupon_collector_survival", "n_log_n", "pair_tv", "mixing_time",
-    "coupling_grid", "drift_run", "DriftRun", "forgotten_drift", "start_states",
+    "coupling_grid", "coupling_drift_grid", "drift_run", "drift_grid", "DriftRun", "forgotten_drift", "start_states",
 ]
 
 
@@ -287,25 +287,34 @@ def coupling_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *
     """Coupling times of the row pairs ``x0``, ``y0`` [B, n] at every tau, ready for :func:`survival`.
 
     Returns ``{tau: (times [B], censored [B])}`` with a censored pair's time set to ``max_steps``,
-    the last step it was watched. Each tau is one checkpointed cell of ``store`` (``tag`` names the
-    model and anything else that should tell cells apart), so an interrupted survey resumes.
+    the last step it was watched. The whole grid runs as one batch of ``len(taus) * B`` pairs,
+    each with its own temperature, and pairs leave the batch once coupled
+    (:func:`~tokendyn.glauber.coupling_times` with ``drop_coupled``). The grid is one
+    checkpointed cell of ``store`` (``tag`` names the model and anything else that should tell
+    cells apart), so an interrupted survey resumes at the first unfinished (model, n).
     """
     store = store or Store(None)
-    out = {}
-    for k, tau in enumerate(taus):
+    taus = [float(t) for t in taus]
+    if not taus:
+        raise ValueError("taus must hold at least one temperature")
+    for tau in taus:
         glauber.check_tau(tau)
-        params = {"tau": float(tau), "max_steps": max_steps, "seed": seed + k, "coupling": coupling,
-                  "x0": x0.tolist(), "y0": y0.tolist(), **dict(tag or {})}
+    B = x0.shape[0]
+    params = {"taus": taus, "max_steps": max_steps, "seed": seed, "coupling": coupling,
+              "x0": x0.tolist(), "y0": y0.tolist(), **dict(tag or {})}
 
-        def run(tau: float = float(tau), s: int = seed + k) -> dict[str, torch.Tensor]:
-            r = glauber.coupling_times(model, x0, y0, tau=tau, max_steps=max_steps, seed=s,
-                                       coupling=coupling)
-            return {"times": torch.where(r.coupled, r.times, max_steps).cpu(),
-                    "censored": (~r.coupled).cpu()}
+    def run() -> dict[str, torch.Tensor]:
+        k = len(taus)
+        tau = torch.tensor(taus, dtype=torch.float64, device=x0.device).repeat_interleave(B)
+        r = glauber.coupling_times(model, x0.repeat(k, 1), y0.repeat(k, 1), tau=tau,
+                                   max_steps=max_steps, seed=seed, coupling=coupling,
+                                   drop_coupled=True)
+        return {"times": torch.where(r.coupled, r.times, max_steps).cpu(),
+                "censored": (~r.coupled).cpu()}
 
-        cell = store.get_or_compute(key, params, run)
-        out[float(tau)] = (cell["times"], cell["censored"])
-    return out
+    cell = store.get_or_compute(key, params, run)
+    return {tau: (cell["times"][k * B:(k + 1) * B], cell["censored"][k * B:(k + 1) * B])
+            for k, tau in enumerate(taus)}
 
 
 @dataclass(frozen=True)
@@ -366,6 +375,98 @@ def drift_run(model: ConditionalModel, x0: torch.Tensor, *, tau: float, steps: i
     cell = (store or Store(None)).get_or_compute(key, params, run)
     return DriftRun(t=cell["t"], drift=cell["drift"], forgotten=cell["forgotten"],
                     trajectory=cell["trajectory"])
+
+
+def drift_grid(model: ConditionalModel, x0: torch.Tensor, *, taus: Sequence[float], steps: int,
+               record_every: int, seed: int, decode: Callable[[torch.Tensor], list[str]],
+               embed: Callable[[list[str]], torch.Tensor], store: Store | None = None,
+               key: str = "drift", tag: Mapping[str, object] | None = None) -> dict[float, DriftRun]:
+    """:func:`drift_run` at every tau of a grid, as one batch of ``len(taus) * B`` chains.
+
+    Returns ``{tau: DriftRun}``; each tau's chains start at ``x0`` [B, n] (B >= 2) and their
+    forgotten level is computed among themselves. One checkpointed cell of ``store``.
+    """
+    check_range("record_every", record_every, 1, integer=True)
+    if x0.dim() != 2 or x0.shape[0] < 2:
+        raise ValueError(f"x0 must be [B, n] with B >= 2 chains, got {tuple(x0.shape)}")
+    taus = [float(t) for t in taus]
+    if not taus:
+        raise ValueError("taus must hold at least one temperature")
+    for tau in taus:
+        glauber.check_tau(tau)
+    B = x0.shape[0]
+    params = {"taus": taus, "steps": steps, "record_every": record_every, "seed": seed,
+              "x0": x0.tolist(), **dict(tag or {})}
+
+    def run() -> dict[str, torch.Tensor]:
+        k = len(taus)
+        tau = torch.tensor(taus, dtype=torch.float64, device=x0.device).repeat_interleave(B)
+        res = glauber.sample(model, x0.repeat(k, 1), steps=steps, tau=tau, seed=seed,
+                             record_every=record_every)
+        traj = res.trajectory.cpu()  # [T, k * B, n]
+        T, KB, n = traj.shape
+        emb = embed(decode(traj.reshape(T * KB, n))).reshape(T, k, B, -1)
+        return {"t": res.steps_recorded.cpu(), "trajectory": traj.reshape(T, k, B, n),
+                "drift": torch.stack([drift(emb[:, j], emb[0, j]) for j in range(k)], 1),
+                "forgotten": torch.stack([forgotten_drift(emb[:, j], emb[0, j]) for j in range(k)], 1)}
+
+    cell = (store or Store(None)).get_or_compute(key, params, run)
+    return {tau: DriftRun(t=cell["t"], drift=cell["drift"][:, j], forgotten=cell["forgotten"][:, j],
+                          trajectory=cell["trajectory"][:, j]) for j, tau in enumerate(taus)}
+
+
+def coupling_drift_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *,
+                        taus: Sequence[float], max_steps: int, drift_steps: int, records: int,
+                        seed: int, decode: Callable[[torch.Tensor], list[str]],
+                        embed: Callable[[list[str]], torch.Tensor], coupling: str = "maximal",
+                        store: Store | None = None, key: str = "survey",
+                        tag: Mapping[str, object] | None = None
+                        ) -> tuple[dict[float, tuple[torch.Tensor, torch.Tensor]], dict[float, DriftRun]]:
+    """:func:`coupling_grid` and the semantic drift of the same chains, from one run.
+
+    Each coupled pair's first chain (started at ``x0`` [B, n], B >= 2) is an exact Glauber chain
+    whatever the coupling does to the pair, so its drift is read from the coupling run: it is
+    recorded ``records`` times over the first ``drift_steps`` steps (at least one step apart),
+    decoded and embedded. Returns ``({tau: (times [B], censored [B])}, {tau: DriftRun})``, one
+    checkpointed cell of ``store``. Costs the coupling run only (pairs stay in the batch until the
+    last record), instead of a coupling run plus a separate drift run.
+    """
+    store = store or Store(None)
+    taus = [float(t) for t in taus]
+    if not taus:
+        raise ValueError("taus must hold at least one temperature")
+    for tau in taus:
+        glauber.check_tau(tau)
+    check_range("records", records, 1, integer=True)
+    check_range("drift_steps", drift_steps, records, max_steps, integer=True)
+    if x0.dim() != 2 or x0.shape[0] < 2:
+        raise ValueError(f"x0 must be [B, n] with B >= 2 pairs, got {tuple(x0.shape)}")
+    B = x0.shape[0]
+    every = drift_steps // records
+    params = {"taus": taus, "max_steps": max_steps, "record_every": every, "records": records,
+              "seed": seed, "coupling": coupling, "x0": x0.tolist(), "y0": y0.tolist(), **dict(tag or {})}
+
+    def run() -> dict[str, torch.Tensor]:
+        k = len(taus)
+        tau = torch.tensor(taus, dtype=torch.float64, device=x0.device).repeat_interleave(B)
+        r = glauber.coupling_times(model, x0.repeat(k, 1), y0.repeat(k, 1), tau=tau,
+                                   max_steps=max_steps, seed=seed, coupling=coupling,
+                                   drop_coupled=True, record_every=every,
+                                   record_steps=every * records)
+        traj = r.trajectory.cpu()  # [T, k * B, n]
+        T, _, n = traj.shape
+        emb = embed(decode(traj.reshape(T * k * B, n))).reshape(T, k, B, -1)
+        return {"times": torch.where(r.coupled, r.times, max_steps).cpu(), "censored": (~r.coupled).cpu(),
+                "t": r.steps_recorded.cpu(), "trajectory": traj.reshape(T, k, B, n),
+                "drift": torch.stack([drift(emb[:, j], emb[0, j]) for j in range(k)], 1),
+                "forgotten": torch.stack([forgotten_drift(emb[:, j], emb[0, j]) for j in range(k)], 1)}
+
+    c = store.get_or_compute(key, params, run)
+    times = {tau: (c["times"][j * B:(j + 1) * B], c["censored"][j * B:(j + 1) * B])
+             for j, tau in enumerate(taus)}
+    runs = {tau: DriftRun(t=c["t"], drift=c["drift"][:, j], forgotten=c["forgotten"][:, j],
+                          trajectory=c["trajectory"][:, j]) for j, tau in enumerate(taus)}
+    return times, runs
 
 
 def start_states(loaded, n: int, count: int, *, topics: Sequence[str], seed: int = 0) -> torch.Tensor:
