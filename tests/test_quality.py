@@ -168,3 +168,15 @@ def test_pseudo_log_likelihoods_golden():
     assert ll.tolist() == pytest.approx([10 - math.log(z), 9 - math.log(z), -math.log(z)], rel=1e-5)
     with pytest.raises(ValueError, match="max_len"):
         quality.pseudo_log_likelihoods(model, tok, "cat", max_len=1)
+
+
+def test_repetition_rates_compare_the_text_with_the_models_guesses():
+    model, tok = _fake(["cat", "mat"])  # always guesses "cat" first
+    rep = quality.heldout_scores(model, tok, ["cat mat cat sofa"])["repetition"]
+    # true tokens found elsewhere: cat (site 0), cat (site 2) -> 2 of 4; the guess "cat" is
+    # elsewhere in the window at every site -> 4 of 4
+    assert rep == {"data": 0.5, "model": 1.0, "sites": 4}
+    rep = quality.heldout_scores(model, tok, ["sofa mat the"])["repetition"]
+    assert rep == {"data": 0.0, "model": 0.0, "sites": 3}
+    with pytest.raises(ValueError, match="texts"):
+        quality.heldout_scores(model, tok, [])

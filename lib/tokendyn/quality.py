@@ -157,22 +157,22 @@ def cloze_probe(model: Any, tokenizer: Any, items: list[ClozeItem] | None = None
 
 
 @torch.no_grad()
-def pseudo_log_likelihoods(model: Any, tokenizer: Any, text: str, max_len: int = 64,
-                           batch: int = 64) -> torch.Tensor:
-    """Log p(x_i | x_-i) ``(n,)`` for each of the ``n`` content tokens of ``text``, each masked in turn.
+def masked_site_logits(model: Any, tokenizer: Any, text: str, max_len: int = 64,
+                       batch: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mask each content token of ``text`` in turn: ``(content ids (n,), logits (n, V))``.
 
-    The softmax runs over the vocabulary without special tokens, the support of the book's chains.
-
-    The text is truncated to ``max_len`` tokens including the special tokens (the shipped models
-    were trained on 64-token windows).
+    Row ``i`` of the logits is the model's distribution at content token ``i`` with that token
+    masked, special tokens set to ``-inf`` (the support of the book's chains). The text is
+    truncated to ``max_len`` tokens including the special tokens (the shipped models were trained
+    on 64-token windows).
     """
     check_range("max_len", max_len, 3, 512, integer=True)
     ids = tokenizer(text, truncation=True, max_length=max_len, return_tensors="pt")["input_ids"][0]
-    special = torch.tensor([i in set(tokenizer.all_special_ids) for i in ids.tolist()])
-    sites = (~special).nonzero().squeeze(1)
+    special_ids = set(tokenizer.all_special_ids)
+    sites = torch.tensor([i not in special_ids for i in ids.tolist()]).nonzero().squeeze(1)
     dev = _device(model)
     base = getattr(model, model.base_model_prefix)
-    no_special = torch.tensor(sorted(set(tokenizer.all_special_ids)), device=dev)
+    no_special = torch.tensor(sorted(special_ids), device=dev)
     out = []
     for s in range(0, len(sites), batch):
         sub = sites[s:s + batch]
@@ -180,28 +180,59 @@ def pseudo_log_likelihoods(model: Any, tokenizer: Any, text: str, max_len: int =
         x[torch.arange(len(sub)), sub] = tokenizer.mask_token_id
         hidden = base(input_ids=x.to(dev)).last_hidden_state
         logits = head_logits(model, hidden[torch.arange(len(sub)), sub.to(dev)]).float()
-        logits[:, no_special] = -torch.inf  # same support as the Glauber chains: no special tokens
-        logp = logits.log_softmax(-1)
-        out.append(logp[torch.arange(len(sub)), ids[sub].to(dev)].cpu())
-    return torch.cat(out)
+        logits[:, no_special] = -torch.inf
+        out.append(logits.cpu())
+    return ids[sites], torch.cat(out)
 
 
-def pseudo_perplexity(model: Any, tokenizer: Any, texts: list[str], max_len: int = 64) -> float:
-    """exp(- mean pseudo-log-likelihood) over all content tokens of ``texts``.
+def pseudo_log_likelihoods(model: Any, tokenizer: Any, text: str, max_len: int = 64,
+                           batch: int = 64) -> torch.Tensor:
+    """Log p(x_i | x_-i) ``(n,)`` for each of the ``n`` content tokens of ``text``, each masked in
+    turn (:func:`masked_site_logits`)."""
+    ids, logits = masked_site_logits(model, tokenizer, text, max_len, batch)
+    return logits.log_softmax(-1)[torch.arange(len(ids)), ids]
 
-    Depends on the tokenizer: compare it between models that share one (BERT-uncased WordPiece),
-    not across tokenizers.
+
+def heldout_scores(model: Any, tokenizer: Any, texts: list[str], max_len: int = 64) -> dict[str, Any]:
+    """Pseudo-perplexity and repetition rates of ``model`` on ``texts``, from one masked pass.
+
+    ``pseudo_perplexity``: exp(- mean pseudo-log-likelihood) over all content tokens (Salazar et
+    al. 2020). It depends on the tokenizer: compare it between models that share one
+    (BERT-uncased WordPiece), not across tokenizers.
+
+    ``repetition``: over the same masked tokens, ``data`` is the share whose true token occurs
+    elsewhere in the window and ``model`` the share whose top-1 prediction does. A model that
+    copies its context has ``model`` well above ``data``; one trained against copying too hard
+    falls well below it. Paper 1's repetition basins are evidence about the dynamics only when
+    the two are close.
     """
     if not texts:
         raise ValueError("texts is empty: give at least one passage")
-    lls = torch.cat([pseudo_log_likelihoods(model, tokenizer, t, max_len) for t in texts])
-    return float(torch.exp(-lls.mean()))
+    lls, rep_data, rep_model = [], 0, 0
+    for t in texts:
+        ids, logits = masked_site_logits(model, tokenizer, t, max_len)
+        lls.append(logits.log_softmax(-1)[torch.arange(len(ids)), ids])
+        top = logits.argmax(-1)
+        same = ids[None, :] == ids[:, None]  # [i, j]: token j equals token i
+        elsewhere = ~torch.eye(len(ids), dtype=torch.bool)
+        rep_data += int((same & elsewhere).any(1).sum())
+        rep_model += int(((ids[None, :] == top[:, None]) & elsewhere).any(1).sum())
+    ll = torch.cat(lls)
+    return {"pseudo_perplexity": float(torch.exp(-ll.mean())),
+            "repetition": {"data": rep_data / len(ll), "model": rep_model / len(ll), "sites": len(ll)}}
+
+
+def pseudo_perplexity(model: Any, tokenizer: Any, texts: list[str], max_len: int = 64) -> float:
+    """exp(- mean pseudo-log-likelihood) over all content tokens of ``texts`` (:func:`heldout_scores`)."""
+    return heldout_scores(model, tokenizer, texts, max_len)["pseudo_perplexity"]
 
 
 def evaluate(model: Any, tokenizer: Any, n_passages: int = 40) -> dict[str, Any]:
-    """Cloze probe (top-1, top-5, copy rate) + pseudo-perplexity on ``n_passages`` held-out passages."""
+    """Cloze probe (top-1, top-5, copy rate), pseudo-perplexity and :func:`repetition_rates` on
+    ``n_passages`` held-out passages (:func:`heldout_scores`)."""
     check_range("n_passages", n_passages, 1, None, integer=True)
     probe = cloze_probe(model, tokenizer)
-    ppl = pseudo_perplexity(model, tokenizer, heldout_passages(n_passages))
+    scores = heldout_scores(model, tokenizer, heldout_passages(n_passages))
     return {**{k: probe[k] for k in ("n", "top1", "top5", "copy_rate", "coverage", "by_register")},
-            "pseudo_perplexity": ppl, "heldout_passages": n_passages, "items": probe["items"]}
+            **scores,
+            "heldout_passages": n_passages, "items": probe["items"]}
