@@ -144,6 +144,28 @@ def mask_batch(ids: torch.Tensor, tok, special: torch.Tensor, rate: float, g: to
     return inputs, pos, ids[pick]
 
 
+def context_unlikelihood(logits: torch.Tensor, ids: torch.Tensor, rows: torch.Tensor,
+                         targets: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
+    """Unlikelihood penalty on copying (Welleck et al. 2019), mean over masked sites.
+
+    ``logits (M, V)`` at the masked sites, ``ids (B, L)`` the clean windows, ``rows (M,)`` the
+    window of each site, ``targets (M,)``. For each site, every distinct non-special token of its
+    window other than the true answer contributes ``-log(1 - p(token))``. A true repetition (the
+    answer occurs elsewhere in the window) is never penalised, so the plain MLM gradient still
+    teaches real repetition; only copies that are wrong are pushed down.
+    """
+    p = logits.softmax(-1)
+    ctx = ids[rows]  # (M, L)
+    keep = ~special[ctx] & (ctx != targets[:, None])
+    # count each distinct context token once per site
+    srt, order = ctx.sort(dim=1)
+    first = torch.ones_like(srt, dtype=torch.bool)
+    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    keep = keep & torch.zeros_like(first).scatter(1, order, first)
+    pc = p.gather(1, ctx).clamp(max=1 - 1e-6)
+    return -(torch.log1p(-pc) * keep).sum(1).mean()
+
+
 def lr_at(step: int, lr: float, steps: int, warmup: int, decay: int) -> float:
     """Warmup-stable-decay: linear warmup, constant, linear decay to 0 over the last ``decay`` steps."""
     if step < warmup:
@@ -187,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--export", action="store_true", help="export + evaluate when training ends")
     ap.add_argument("--export-only", action="store_true", help="export the latest checkpoint now")
     ap.add_argument("--eval-passages", type=int, default=24)
+    ap.add_argument("--init-from", default=None,
+                    help="warm start: a shipped model folder (weights.safetensors) to begin from")
+    ap.add_argument("--unlikelihood", type=float, default=0.0,
+                    help="weight of the context-copy unlikelihood term (0 = plain MLM loss)")
     args = ap.parse_args(argv)
     for k, v in DEFAULTS[args.model].items():
         if getattr(args, k) is None:
@@ -198,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     check_range("mask_rate", args.mask_rate, 0, 0.5, lo_open=True)
     check_range("sotu_share", args.sotu_share, 0, 0.9)
     check_choice("device", args.device, ("auto", "cpu", "cuda"))
+    check_range("unlikelihood", args.unlikelihood, 0, 10)
+    if args.init_from is not None and not (Path(args.init_from) / embedded.WEIGHTS).is_file():
+        raise SystemExit(f"--init-from {args.init_from}: no {embedded.WEIGHTS} there")
 
     torch.set_num_threads(args.threads)
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available()
@@ -217,6 +246,16 @@ def main(argv: list[str] | None = None) -> int:
             log(f"trained tokenizer -> {tok_dir}", fh)
     init_g = torch.Generator().manual_seed(args.seed)
     model, tok, trainable = embedded.build(args.model, init_g, tokenizer_dir=tok_dir)
+    init_meta = None
+    if args.init_from is not None:
+        embedded.apply_weights(model, Path(args.init_from) / embedded.WEIGHTS)
+        meta_file = Path(args.init_from) / "model.json"
+        init_meta = json.loads(meta_file.read_text())["training"] if meta_file.is_file() else None
+        eval_file = Path(args.init_from) / "eval.json"
+        if init_meta is not None and eval_file.is_file():  # how good the starting point was
+            ev0 = json.loads(eval_file.read_text())
+            init_meta["eval"] = {k: ev0[k] for k in ("top1", "top5", "copy_rate", "pseudo_perplexity")}
+        log(f"warm start from {args.init_from}", fh)
     rows: dict[str, list[int]] = {}
     for t in trainable:
         base, row = embedded.split_row(t)
@@ -254,12 +293,13 @@ def main(argv: list[str] | None = None) -> int:
                             lr=args.lr, betas=(0.9, 0.98), eps=1e-6)
     decay = max(1, int(args.decay_frac * args.steps))
     fixed = {k: getattr(args, k) for k in ("model", "batch", "lr", "seq_len", "mask_rate", "warmup",
-                                            "sotu_share", "seed")}
+                                            "sotu_share", "seed", "init_from", "unlikelihood")}
     step, elapsed = 0, 0.0
     last = ck / "last.pt"
     if last.is_file():
         state = torch.load(last, weights_only=True)
-        if state["fixed"] != fixed:
+        # checkpoints from before --init-from / --unlikelihood existed used neither
+        if {"init_from": None, "unlikelihood": 0.0, **state["fixed"]} != fixed:
             raise SystemExit(f"checkpoint {last} was made with {state['fixed']}, not {fixed}: "
                              "move it away to start over")
         old_stable_end = state["steps"] - state["decay"]
@@ -299,6 +339,10 @@ def main(argv: list[str] | None = None) -> int:
         # vocabulary logits only at the masked positions: the head is most of the cost otherwise
         logits = head_logits(model, hidden[pos[:, 0], pos[:, 1]])
         loss = torch.nn.functional.cross_entropy(logits.float(), targets.to(device))
+        if args.unlikelihood > 0:
+            loss = loss + args.unlikelihood * context_unlikelihood(
+                logits.float(), ids.to(device), pos[:, 0].to(device), targets.to(device),
+                special.to(device))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -322,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"copy {pr['copy_rate']:.3f}", fh)
                 model.train()
     if args.export or args.export_only:
-        export(args, model, tok, trainable, step, elapsed, device, fh)
+        export(args, model, tok, trainable, step, elapsed, device, fh, init_meta)
     return 0
 
 
@@ -336,7 +380,7 @@ def shipped_count(model, trainable: list[str]) -> int:
     return total
 
 
-def export(args, model, tok, trainable, step, elapsed, device, fh) -> None:
+def export(args, model, tok, trainable, step, elapsed, device, fh, init_meta=None) -> None:
     """Write ``data/models/<model>/`` and evaluate the shipped (fp16-rounded) weights."""
     out = embedded.models_dir() / args.model
     out.mkdir(parents=True, exist_ok=True)
@@ -348,6 +392,9 @@ def export(args, model, tok, trainable, step, elapsed, device, fh) -> None:
         args.model, "none: trained from scratch")
     cmd = (f"nice -n 10 .venv/bin/python scripts/train_mlm.py --model {args.model} --steps {args.steps} "
            f"--batch {args.batch} --lr {args.lr} --seed {args.seed}"
+           + (f" --warmup {args.warmup}" if args.warmup != DEFAULTS[args.model]["warmup"] else "")
+           + (f" --unlikelihood {args.unlikelihood}" if args.unlikelihood else "")
+           + (f" --init-from {os.path.relpath(args.init_from, ROOT)}" if args.init_from else "")
            + (f" --stop-at {step}" if step < args.steps else "") + " --export")
     meta = {"name": args.model, "architecture": type(model).__name__, "base": base,
             "n_params": sum(p.numel() for p in model.parameters()),
@@ -357,6 +404,7 @@ def export(args, model, tok, trainable, step, elapsed, device, fh) -> None:
                          "lr": args.lr, "schedule": f"warmup {args.warmup}, stable, linear decay over "
                          f"the last {args.decay_frac:.0%}", "mask_rate": args.mask_rate,
                          "sotu_share": args.sotu_share, "seed": args.seed,
+                         "unlikelihood": args.unlikelihood, "init_from": init_meta,
                          "train_minutes": round(elapsed / 60, 1), "hardware": hardware(device),
                          "data": "Wikipedia leads (minus held-out 5%), Wikibooks recipes, Moby-Dick, "
                                  f"State of the Union capped at {args.sotu_share:.0%} of words"}}

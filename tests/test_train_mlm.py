@@ -63,3 +63,23 @@ def test_bad_arguments_fail_before_any_work(tmp_path):
         train_mlm.main(["--model", "minilm-mlm", "--mask-rate", "0.9", "--ckpt-dir", str(tmp_path)])
     with pytest.raises(ValueError, match="steps"):
         train_mlm.main(["--model", "minilm-mlm", "--steps", "0", "--ckpt-dir", str(tmp_path)])
+
+
+def test_context_unlikelihood_penalises_only_wrong_copies_once_each():
+    V = 8
+    special = torch.zeros(V, dtype=torch.bool)
+    special[:2] = True  # ids 0, 1: [CLS]/[SEP]-like
+    ids = torch.tensor([[0, 4, 5, 5, 6, 1]])  # window: 4, 5 (twice), 6
+    logits = torch.log(torch.tensor([[0.05, 0.05, 0.1, 0.1, 0.3, 0.2, 0.1, 0.1]]))
+    rows, targets = torch.tensor([0]), torch.tensor([6])  # the answer 6 also sits in the window
+    got = train_mlm.context_unlikelihood(logits, ids, rows, targets, special)
+    # penalised: 4 and 5 (5 only once), never the answer 6 nor the special ids
+    want = -(torch.log1p(-torch.tensor(0.3)) + torch.log1p(-torch.tensor(0.2)))
+    assert torch.isclose(got, want)
+    # a model that puts no mass on the window's other tokens pays nothing
+    clean = torch.log(torch.tensor([[0.2, 0.2, 0.2, 0.2, 1e-12, 1e-12, 0.2, 1e-12]]))
+    assert train_mlm.context_unlikelihood(clean, ids, rows, targets, special) < 1e-9
+    with pytest.raises(SystemExit, match="init-from"):
+        train_mlm.main(["--model", "minilm-mlm", "--init-from", "/nonexistent", "--steps", "1"])
+    with pytest.raises(ValueError, match="unlikelihood"):
+        train_mlm.main(["--model", "minilm-mlm", "--unlikelihood", "-1", "--steps", "1"])
