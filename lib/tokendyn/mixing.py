@@ -280,6 +280,33 @@ def mixing_time(d: torch.Tensor, eps: float = 0.25) -> float:
     return float(hit[0, 0]) if hit.numel() else math.inf
 
 
+def _tau_grid(taus: Sequence[float]) -> list[float]:
+    """Checked temperatures of a grid, as floats (at least one)."""
+    taus = [float(t) for t in taus]
+    if not taus:
+        raise ValueError("taus must hold at least one temperature")
+    for tau in taus:
+        glauber.check_tau(tau)
+    return taus
+
+
+def _per_row(taus: list[float], rows: int, device: torch.device) -> torch.Tensor:
+    """``[len(taus) * rows]`` temperatures: each tau repeated for its block of rows."""
+    return torch.tensor(taus, dtype=torch.float64, device=device).repeat_interleave(rows)
+
+
+def _drift_cell(traj: torch.Tensor, k: int, decode: Callable[[torch.Tensor], list[str]],
+                embed: Callable[[list[str]], torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Recorded states ``[T, k * B, n]`` (k blocks of B chains) -> ``trajectory [T, k, B, n]``,
+    ``drift`` and ``forgotten`` ``[T, k, B]``, each block against its own starts."""
+    T, KB, n = traj.shape
+    B = KB // k
+    emb = embed(decode(traj.reshape(T * KB, n))).reshape(T, k, B, -1)
+    return {"trajectory": traj.reshape(T, k, B, n),
+            "drift": torch.stack([drift(emb[:, j], emb[0, j]) for j in range(k)], 1),
+            "forgotten": torch.stack([forgotten_drift(emb[:, j], emb[0, j]) for j in range(k)], 1)}
+
+
 def coupling_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *,
                   taus: Sequence[float], max_steps: int, seed: int, coupling: str = "maximal",
                   store: Store | None = None, key: str = "coupling",
@@ -294,18 +321,14 @@ def coupling_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *
     cells apart), so an interrupted survey resumes at the first unfinished (model, n).
     """
     store = store or Store(None)
-    taus = [float(t) for t in taus]
-    if not taus:
-        raise ValueError("taus must hold at least one temperature")
-    for tau in taus:
-        glauber.check_tau(tau)
+    taus = _tau_grid(taus)
     B = x0.shape[0]
     params = {"taus": taus, "max_steps": max_steps, "seed": seed, "coupling": coupling,
               "x0": x0.tolist(), "y0": y0.tolist(), **dict(tag or {})}
 
     def run() -> dict[str, torch.Tensor]:
         k = len(taus)
-        tau = torch.tensor(taus, dtype=torch.float64, device=x0.device).repeat_interleave(B)
+        tau = _per_row(taus, B, x0.device)
         r = glauber.coupling_times(model, x0.repeat(k, 1), y0.repeat(k, 1), tau=tau,
                                    max_steps=max_steps, seed=seed, coupling=coupling,
                                    drop_coupled=True)
@@ -389,26 +412,17 @@ def drift_grid(model: ConditionalModel, x0: torch.Tensor, *, taus: Sequence[floa
     check_range("record_every", record_every, 1, integer=True)
     if x0.dim() != 2 or x0.shape[0] < 2:
         raise ValueError(f"x0 must be [B, n] with B >= 2 chains, got {tuple(x0.shape)}")
-    taus = [float(t) for t in taus]
-    if not taus:
-        raise ValueError("taus must hold at least one temperature")
-    for tau in taus:
-        glauber.check_tau(tau)
+    taus = _tau_grid(taus)
     B = x0.shape[0]
     params = {"taus": taus, "steps": steps, "record_every": record_every, "seed": seed,
               "x0": x0.tolist(), **dict(tag or {})}
 
     def run() -> dict[str, torch.Tensor]:
         k = len(taus)
-        tau = torch.tensor(taus, dtype=torch.float64, device=x0.device).repeat_interleave(B)
+        tau = _per_row(taus, B, x0.device)
         res = glauber.sample(model, x0.repeat(k, 1), steps=steps, tau=tau, seed=seed,
                              record_every=record_every)
-        traj = res.trajectory.cpu()  # [T, k * B, n]
-        T, KB, n = traj.shape
-        emb = embed(decode(traj.reshape(T * KB, n))).reshape(T, k, B, -1)
-        return {"t": res.steps_recorded.cpu(), "trajectory": traj.reshape(T, k, B, n),
-                "drift": torch.stack([drift(emb[:, j], emb[0, j]) for j in range(k)], 1),
-                "forgotten": torch.stack([forgotten_drift(emb[:, j], emb[0, j]) for j in range(k)], 1)}
+        return {"t": res.steps_recorded.cpu(), **_drift_cell(res.trajectory.cpu(), k, decode, embed)}
 
     cell = (store or Store(None)).get_or_compute(key, params, run)
     return {tau: DriftRun(t=cell["t"], drift=cell["drift"][:, j], forgotten=cell["forgotten"][:, j],
@@ -432,11 +446,7 @@ def coupling_drift_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Ten
     last record), instead of a coupling run plus a separate drift run.
     """
     store = store or Store(None)
-    taus = [float(t) for t in taus]
-    if not taus:
-        raise ValueError("taus must hold at least one temperature")
-    for tau in taus:
-        glauber.check_tau(tau)
+    taus = _tau_grid(taus)
     check_range("records", records, 1, integer=True)
     check_range("drift_steps", drift_steps, records, max_steps, integer=True)
     if x0.dim() != 2 or x0.shape[0] < 2:
@@ -448,18 +458,13 @@ def coupling_drift_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Ten
 
     def run() -> dict[str, torch.Tensor]:
         k = len(taus)
-        tau = torch.tensor(taus, dtype=torch.float64, device=x0.device).repeat_interleave(B)
+        tau = _per_row(taus, B, x0.device)
         r = glauber.coupling_times(model, x0.repeat(k, 1), y0.repeat(k, 1), tau=tau,
                                    max_steps=max_steps, seed=seed, coupling=coupling,
                                    drop_coupled=True, record_every=every,
                                    record_steps=every * records)
-        traj = r.trajectory.cpu()  # [T, k * B, n]
-        T, _, n = traj.shape
-        emb = embed(decode(traj.reshape(T * k * B, n))).reshape(T, k, B, -1)
         return {"times": torch.where(r.coupled, r.times, max_steps).cpu(), "censored": (~r.coupled).cpu(),
-                "t": r.steps_recorded.cpu(), "trajectory": traj.reshape(T, k, B, n),
-                "drift": torch.stack([drift(emb[:, j], emb[0, j]) for j in range(k)], 1),
-                "forgotten": torch.stack([forgotten_drift(emb[:, j], emb[0, j]) for j in range(k)], 1)}
+                "t": r.steps_recorded.cpu(), **_drift_cell(r.trajectory.cpu(), k, decode, embed)}
 
     c = store.get_or_compute(key, params, run)
     times = {tau: (c["times"][j * B:(j + 1) * B], c["censored"][j * B:(j + 1) * B])
