@@ -228,7 +228,7 @@ def pseudo_perplexity(model: Any, tokenizer: Any, texts: list[str], max_len: int
 
 
 def evaluate(model: Any, tokenizer: Any, n_passages: int = 40) -> dict[str, Any]:
-    """Cloze probe (top-1, top-5, copy rate), pseudo-perplexity and :func:`repetition_rates` on
+    """Cloze probe (top-1, top-5, copy rate), pseudo-perplexity and repetition rates on
     ``n_passages`` held-out passages (:func:`heldout_scores`)."""
     check_range("n_passages", n_passages, 1, None, integer=True)
     probe = cloze_probe(model, tokenizer)
