@@ -307,6 +307,19 @@ def _drift_cell(traj: torch.Tensor, k: int, decode: Callable[[torch.Tensor], lis
             "forgotten": torch.stack([forgotten_drift(emb[:, j], emb[0, j]) for j in range(k)], 1)}
 
 
+def _times_by_tau(cell: Mapping[str, torch.Tensor], taus: list[float],
+                  B: int) -> dict[float, tuple[torch.Tensor, torch.Tensor]]:
+    """A grid cell's ``times`` and ``censored`` ``[len(taus) * B]`` -> ``{tau: (times [B], censored [B])}``."""
+    return {tau: (cell["times"][k * B:(k + 1) * B], cell["censored"][k * B:(k + 1) * B])
+            for k, tau in enumerate(taus)}
+
+
+def _runs_by_tau(cell: Mapping[str, torch.Tensor], taus: list[float]) -> dict[float, "DriftRun"]:
+    """A grid cell's drift ``[T, len(taus), B, ...]`` -> ``{tau: DriftRun}``."""
+    return {tau: DriftRun(t=cell["t"], drift=cell["drift"][:, j], forgotten=cell["forgotten"][:, j],
+                          trajectory=cell["trajectory"][:, j]) for j, tau in enumerate(taus)}
+
+
 def coupling_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *,
                   taus: Sequence[float], max_steps: int, seed: int, coupling: str = "maximal",
                   store: Store | None = None, key: str = "coupling",
@@ -336,8 +349,7 @@ def coupling_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *
                 "censored": (~r.coupled).cpu()}
 
     cell = store.get_or_compute(key, params, run)
-    return {tau: (cell["times"][k * B:(k + 1) * B], cell["censored"][k * B:(k + 1) * B])
-            for k, tau in enumerate(taus)}
+    return _times_by_tau(cell, taus, B)
 
 
 @dataclass(frozen=True)
@@ -425,8 +437,7 @@ def drift_grid(model: ConditionalModel, x0: torch.Tensor, *, taus: Sequence[floa
         return {"t": res.steps_recorded.cpu(), **_drift_cell(res.trajectory.cpu(), k, decode, embed)}
 
     cell = (store or Store(None)).get_or_compute(key, params, run)
-    return {tau: DriftRun(t=cell["t"], drift=cell["drift"][:, j], forgotten=cell["forgotten"][:, j],
-                          trajectory=cell["trajectory"][:, j]) for j, tau in enumerate(taus)}
+    return _runs_by_tau(cell, taus)
 
 
 def coupling_drift_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *,
@@ -466,12 +477,8 @@ def coupling_drift_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Ten
         return {"times": torch.where(r.coupled, r.times, max_steps).cpu(), "censored": (~r.coupled).cpu(),
                 "t": r.steps_recorded.cpu(), **_drift_cell(r.trajectory.cpu(), k, decode, embed)}
 
-    c = store.get_or_compute(key, params, run)
-    times = {tau: (c["times"][j * B:(j + 1) * B], c["censored"][j * B:(j + 1) * B])
-             for j, tau in enumerate(taus)}
-    runs = {tau: DriftRun(t=c["t"], drift=c["drift"][:, j], forgotten=c["forgotten"][:, j],
-                          trajectory=c["trajectory"][:, j]) for j, tau in enumerate(taus)}
-    return times, runs
+    cell = store.get_or_compute(key, params, run)
+    return _times_by_tau(cell, taus, B), _runs_by_tau(cell, taus)
 
 
 def start_states(loaded, n: int, count: int, *, topics: Sequence[str], seed: int = 0) -> torch.Tensor:
