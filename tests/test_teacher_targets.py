@@ -1,0 +1,56 @@
+"""Tests for scripts/teacher_targets.py: word alignment between the teacher's and BERT's tokens."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+_spec = importlib.util.spec_from_file_location(
+    "teacher_targets", Path(__file__).resolve().parents[1] / "scripts" / "teacher_targets.py")
+teacher_targets = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(teacher_targets)
+
+
+def test_sentence_split_keeps_plain_sentences_of_the_allowed_length():
+    text = "Short one. This sentence has exactly seven words in it. Caf\u00e9 is not plain ASCII at all here."
+    assert teacher_targets.sentences(text) == ["This sentence has exactly seven words in it."]
+    assert teacher_targets._LIST.sub(" ", "1. The sun is hot. 2. Ice is cold.").split() == \
+        "The sun is hot. Ice is cold.".split()
+
+
+@pytest.fixture(scope="module")
+def teacher():
+    from tokendyn.models import embedded, load_ar
+
+    ar = load_ar(device="cpu")
+    _, bert_tok, _ = embedded.build("minilm-mlm", torch.Generator().manual_seed(0))
+    return ar, bert_tok, teacher_targets.vocab_map(ar.tokenizer, bert_tok)
+
+
+def test_targets_sit_on_whole_words_and_know_the_capital(teacher, tmp_path):
+    ar, bert_tok, vmap = teacher
+    sents = ["The capital of France is Paris, and it is a big city.",
+             "She opened the umbrella-like window of the old house."]
+    d = teacher_targets.score_shard(ar, bert_tok, vmap, sents)
+    assert d["ids"].shape == (2, 64) and d["tid"].shape == (d["tpos"].shape[0], teacher_targets.TOPK)
+    words = [bert_tok.convert_ids_to_tokens(d["ids"][r, p].item()) for r, p in d["tpos"].tolist()]
+    # every target is a whole word of its sentence; the first word (no left context) never is
+    assert all(not w.startswith("##") and w.isalpha() for w in words)
+    assert all(p > 1 for _, p in d["tpos"].tolist())
+    assert {"paris", "capital", "city", "umbrella", "window", "house"} <= set(words)
+    assert "like" not in words  # "-like" continues the word, no whole-word target
+    # the teacher's distribution is a distribution over BERT ids, best first
+    p = d["tp"].float()
+    assert torch.all(p[:, :-1] >= p[:, 1:]) and torch.all(p.sum(1) <= 1.001)
+    k = words.index("paris")
+    assert bert_tok.convert_ids_to_tokens(d["tid"][k, 0].item()) == "paris"
+    # shards load back as one table indexed per (row, position)
+    torch.save(d, tmp_path / "shard_0000.pt")
+    t = teacher_targets.load_targets(tmp_path)
+    r, pos = d["tpos"][k].tolist()
+    assert torch.equal(t["tid"][t["tidx"][r, pos]], d["tid"][k])
+    assert int((t["tidx"] >= 0).sum()) == d["tpos"].shape[0]
+
