@@ -12,6 +12,10 @@ still in the stable phase, and gives the same model as a fresh run with the long
 tokenizer, README) and ``eval.json`` (cloze probe, copy rate, pseudo-perplexity). On a machine
 with CUDA the script trains there (``--device auto``); the CPU path is the reference.
 
+``--teacher DIR`` trains on the single sentences of ``scripts/teacher_targets.py`` instead, with
+the teacher's soft next-word targets mixed into the loss (``distill_loss``). It is an experiment:
+no shipped model uses it yet (1,160 steps of it on 2 CPU cores did not beat the shipped default).
+
 Training data (``tokendyn.data.corpus``): Wikipedia lead paragraphs minus the held-out 5%
 (``tokendyn.quality.is_heldout``), Wikibooks recipes, Moby-Dick, and State of the Union addresses
 capped so that political prose stays a minority of the mix.
@@ -32,6 +36,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
+sys.path.insert(0, str(ROOT / "scripts"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from tokendyn import data as tdata  # noqa: E402
@@ -166,6 +171,36 @@ def context_unlikelihood(logits: torch.Tensor, ids: torch.Tensor, rows: torch.Te
     return -(torch.log1p(-pc) * keep).sum(1).mean()
 
 
+def distill_loss(logits: torch.Tensor, targets: torch.Tensor, tix: torch.Tensor, teacher: dict,
+                 weight: float) -> torch.Tensor:
+    """Mean over masked sites of ``(1 - weight) * CE(true token) + weight * CE(teacher's top-32)``
+    where the teacher gave a target (``tix (M,) >= 0``), plain CE elsewhere. ``logits (M, V)``."""
+    logp = logits.log_softmax(-1)
+    hard = -logp.gather(1, targets[:, None])[:, 0]
+    has = tix >= 0
+    if not bool(has.any()):
+        return hard.mean()
+    q = teacher["tp"][tix[has]].float().to(logits.device)
+    q = q / q.sum(1, keepdim=True)
+    soft = -(q * logp[has].gather(1, teacher["tid"][tix[has]].long().to(logits.device))).sum(1)
+    mix = hard.clone()
+    mix[has] = (1 - weight) * hard[has] + weight * soft
+    return mix.mean()
+
+
+def length_batches(lengths: torch.Tensor, batch: int, g: torch.Generator, pool: int = 16) -> list[torch.Tensor]:
+    """One epoch of batches: shuffle, sort each run of ``pool`` batches by length, cut, shuffle the
+    batches. Rows of a batch then have similar ``lengths (N,)``, so little of it is padding."""
+    perm = torch.randperm(len(lengths), generator=g)
+    out = []
+    step = batch * pool
+    for s in range(0, len(perm) - batch + 1, step):
+        block = perm[s:s + step]
+        block = block[lengths[block].argsort(stable=True)]
+        out += [block[i:i + batch] for i in range(0, len(block) - batch + 1, batch)]
+    return [out[i] for i in torch.randperm(len(out), generator=g).tolist()]
+
+
 def lr_at(step: int, lr: float, steps: int, warmup: int, decay: int) -> float:
     """Warmup-stable-decay: linear warmup, constant, linear decay to 0 over the last ``decay`` steps."""
     if step < warmup:
@@ -213,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="warm start: a shipped model folder (weights.safetensors) to begin from")
     ap.add_argument("--unlikelihood", type=float, default=0.0,
                     help="weight of the context-copy unlikelihood term (0 = plain MLM loss)")
+    ap.add_argument("--teacher", default=None,
+                    help="train on the sentences of scripts/teacher_targets.py's shards in this folder, "
+                         "with the teacher's soft targets")
+    ap.add_argument("--teacher-weight", type=float, default=0.5,
+                    help="share of the soft teacher target in the loss where the teacher gave one")
     args = ap.parse_args(argv)
     for k, v in DEFAULTS[args.model].items():
         if getattr(args, k) is None:
@@ -225,6 +265,12 @@ def main(argv: list[str] | None = None) -> int:
     check_range("sotu_share", args.sotu_share, 0, 0.9)
     check_choice("device", args.device, ("auto", "cpu", "cuda"))
     check_range("unlikelihood", args.unlikelihood, 0, 10)
+    check_range("teacher_weight", args.teacher_weight, 0, 1)
+    if args.teacher is not None and not (Path(args.teacher) / "meta.json").is_file():
+        raise SystemExit(f"--teacher {args.teacher}: no meta.json there (run scripts/teacher_targets.py "
+                         "to the end)")
+    if args.teacher is None:
+        args.teacher_weight = 0.0
     if args.init_from is not None and not (Path(args.init_from) / embedded.WEIGHTS).is_file():
         raise SystemExit(f"--init-from {args.init_from}: no {embedded.WEIGHTS} there")
 
@@ -271,7 +317,14 @@ def main(argv: list[str] | None = None) -> int:
     model.to(device)
 
     data_file = ck / f"chunks_L{args.seq_len}_s{args.sotu_share}.pt"
-    if data_file.is_file():
+    teacher = None
+    if args.teacher is not None:
+        from teacher_targets import load_targets
+
+        teacher = load_targets(args.teacher)
+        chunks = teacher["ids"][:, :args.seq_len]
+        log(f"teacher: {teacher['tid'].shape[0]} soft targets over {chunks.shape[0]} sentences", fh)
+    elif data_file.is_file():
         chunks = torch.load(data_file, weights_only=True)
     else:
         texts = texts or training_texts(args.sotu_share)
@@ -293,13 +346,15 @@ def main(argv: list[str] | None = None) -> int:
                             lr=args.lr, betas=(0.9, 0.98), eps=1e-6)
     decay = max(1, int(args.decay_frac * args.steps))
     fixed = {k: getattr(args, k) for k in ("model", "batch", "lr", "seq_len", "mask_rate", "warmup",
-                                            "sotu_share", "seed", "init_from", "unlikelihood")}
+                                            "sotu_share", "seed", "init_from", "unlikelihood", "teacher",
+                                            "teacher_weight")}
     step, elapsed = 0, 0.0
     last = ck / "last.pt"
     if last.is_file():
         state = torch.load(last, weights_only=True)
         # checkpoints from before --init-from / --unlikelihood existed used neither
-        if {"init_from": None, "unlikelihood": 0.0, **state["fixed"]} != fixed:
+        if {"init_from": None, "unlikelihood": 0.0, "teacher": None, "teacher_weight": 0.0,
+                **state["fixed"]} != fixed:
             raise SystemExit(f"checkpoint {last} was made with {state['fixed']}, not {fixed}: "
                              "move it away to start over")
         old_stable_end = state["steps"] - state["decay"]
@@ -323,11 +378,20 @@ def main(argv: list[str] | None = None) -> int:
     run_loss, run_n = 0.0, 0
     model.train()
     stop = args.steps if args.stop_at is None else min(args.stop_at, args.steps)
+    lengths = (chunks != tok.pad_token_id).sum(1)
+    schedule: tuple[int, list[torch.Tensor]] | None = None
     while step < stop and not args.export_only:
         epoch, k = divmod(step, per_epoch)
-        perm = torch.randperm(n_chunks, generator=torch.Generator().manual_seed(args.seed * 7919 + epoch))
-        idx = perm[k * args.batch:(k + 1) * args.batch]
+        eg = torch.Generator().manual_seed(args.seed * 7919 + epoch)
+        if teacher is None:
+            idx = torch.randperm(n_chunks, generator=eg)[k * args.batch:(k + 1) * args.batch]
+        else:  # sentences differ in length: batch similar lengths together
+            if schedule is None or schedule[0] != epoch:
+                schedule = (epoch, length_batches(lengths, args.batch, eg))
+            idx = schedule[1][k]
         ids = chunks[idx].long()
+        width = int((ids != tok.pad_token_id).sum(1).max())  # sentences: drop the all-pad tail
+        ids = ids[:, :width]
         mg = torch.Generator().manual_seed(args.seed * 1_000_003 + step)
         inputs, pos, targets = mask_batch(ids, tok, special, args.mask_rate, mg)
         attn = (ids != tok.pad_token_id).long()
@@ -338,7 +402,12 @@ def main(argv: list[str] | None = None) -> int:
         hidden = base(input_ids=inputs.to(device), attention_mask=attn.to(device)).last_hidden_state
         # vocabulary logits only at the masked positions: the head is most of the cost otherwise
         logits = head_logits(model, hidden[pos[:, 0], pos[:, 1]])
-        loss = torch.nn.functional.cross_entropy(logits.float(), targets.to(device))
+        if teacher is None:
+            loss = torch.nn.functional.cross_entropy(logits.float(), targets.to(device))
+        else:
+            loss = distill_loss(logits.float(), targets.to(device),
+                                teacher["tidx"][idx][:, :width][pos[:, 0], pos[:, 1]].long(),
+                                teacher, args.teacher_weight)
         if args.unlikelihood > 0:
             loss = loss + args.unlikelihood * context_unlikelihood(
                 logits.float(), ids.to(device), pos[:, 0].to(device), targets.to(device),
@@ -370,6 +439,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def teacher_meta(args) -> dict | None:
+    """What the distillation stage learned from, for model.json (None without --teacher)."""
+    if args.teacher is None:
+        return None
+    meta = json.loads((Path(args.teacher) / "meta.json").read_text())
+    return {**meta, "targets": "next-word distribution from the left context only, folded onto whole "
+                               "BERT words, top-32, mixed with the true token",
+            "weight": args.teacher_weight}
+
+
 def shipped_count(model, trainable: list[str]) -> int:
     """Number of values in the shipped weights file (a row entry counts one row)."""
     params = dict(model.named_parameters())
@@ -395,6 +474,8 @@ def export(args, model, tok, trainable, step, elapsed, device, fh, init_meta=Non
            + (f" --warmup {args.warmup}" if args.warmup != DEFAULTS[args.model]["warmup"] else "")
            + (f" --unlikelihood {args.unlikelihood}" if args.unlikelihood else "")
            + (f" --init-from {os.path.relpath(args.init_from, ROOT)}" if args.init_from else "")
+           + (f" --teacher {os.path.relpath(args.teacher, ROOT)} --teacher-weight {args.teacher_weight}"
+              if args.teacher else "")
            + (f" --stop-at {step}" if step < args.steps else "") + " --export")
     meta = {"name": args.model, "architecture": type(model).__name__, "base": base,
             "n_params": sum(p.numel() for p in model.parameters()),
@@ -405,9 +486,11 @@ def export(args, model, tok, trainable, step, elapsed, device, fh, init_meta=Non
                          f"the last {args.decay_frac:.0%}", "mask_rate": args.mask_rate,
                          "sotu_share": args.sotu_share, "seed": args.seed,
                          "unlikelihood": args.unlikelihood, "init_from": init_meta,
+                         "teacher": teacher_meta(args),
                          "train_minutes": round(elapsed / 60, 1), "hardware": hardware(device),
-                         "data": "Wikipedia leads (minus held-out 5%), Wikibooks recipes, Moby-Dick, "
-                                 f"State of the Union capped at {args.sotu_share:.0%} of words"}}
+                         "data": ("single sentences scored by the teacher (see teacher)" if args.teacher else
+                                  "Wikipedia leads (minus held-out 5%), Wikibooks recipes, Moby-Dick, "
+                                  f"State of the Union capped at {args.sotu_share:.0%} of words")}}
     (out / "model.json").write_text(json.dumps(meta, indent=2) + "\n")
     tr = meta["training"]
     (out / "README.md").write_text(

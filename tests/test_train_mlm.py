@@ -83,3 +83,46 @@ def test_context_unlikelihood_penalises_only_wrong_copies_once_each():
         train_mlm.main(["--model", "minilm-mlm", "--init-from", "/nonexistent", "--steps", "1"])
     with pytest.raises(ValueError, match="unlikelihood"):
         train_mlm.main(["--model", "minilm-mlm", "--unlikelihood", "-1", "--steps", "1"])
+
+
+def test_distill_loss_mixes_the_teacher_only_where_it_gave_a_target():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 10, generator=g)
+    targets = torch.tensor([1, 2, 3])
+    teacher = {"tid": torch.tensor([[4, 5], [2, 6]], dtype=torch.int32),
+               "tp": torch.tensor([[0.75, 0.25], [1.0, 0.0]], dtype=torch.float16)}
+    tix = torch.tensor([0, -1, 1])
+    logp = logits.log_softmax(-1)
+    want = torch.stack([
+        0.7 * -logp[0, 1] + 0.3 * -(0.75 * logp[0, 4] + 0.25 * logp[0, 5]),
+        -logp[1, 2],
+        0.7 * -logp[2, 3] + 0.3 * -logp[2, 2]]).mean()
+    got = train_mlm.distill_loss(logits, targets, tix, teacher, 0.3)
+    assert torch.allclose(got, want, atol=1e-6)
+    # weight 0 is the plain MLM loss, whatever the teacher says
+    plain = torch.nn.functional.cross_entropy(logits, targets)
+    assert torch.allclose(train_mlm.distill_loss(logits, targets, tix, teacher, 0.0), plain, atol=1e-6)
+    assert torch.allclose(train_mlm.distill_loss(logits, targets, torch.full((3,), -1), teacher, 0.9),
+                          plain, atol=1e-6)
+
+
+def test_teacher_argument_is_checked_before_any_work(tmp_path):
+    with pytest.raises(SystemExit, match="--teacher"):
+        train_mlm.main(["--model", "minilm-mlm", "--teacher", str(tmp_path), "--steps", "1",
+                        "--ckpt-dir", str(tmp_path)])
+    with pytest.raises(ValueError, match="teacher_weight"):
+        train_mlm.main(["--model", "minilm-mlm", "--teacher-weight", "1.5", "--steps", "1",
+                        "--ckpt-dir", str(tmp_path)])
+
+
+def test_length_batches_cover_each_row_at_most_once_and_group_lengths():
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(5, 60, (1000,), generator=g)
+    bs = train_mlm.length_batches(lengths, 32, torch.Generator().manual_seed(1))
+    flat = torch.cat(bs)
+    assert len(flat) == len(set(flat.tolist())) and all(len(b) == 32 for b in bs)
+    assert len(bs) >= 1000 // 32 - 1
+    spread = sum(int(lengths[b].max() - lengths[b].min()) for b in bs) / len(bs)
+    assert spread < 10  # random batches of 32 span about 50
+    again = train_mlm.length_batches(lengths, 32, torch.Generator().manual_seed(1))
+    assert all(torch.equal(a, b) for a, b in zip(bs, again))
