@@ -54,3 +54,13 @@ def test_targets_sit_on_whole_words_and_know_the_capital(teacher, tmp_path):
     assert torch.equal(t["tid"][t["tidx"][r, pos]], d["tid"][k])
     assert int((t["tidx"] >= 0).sum()) == d["tpos"].shape[0]
 
+
+def test_ablation_arguments_are_checked_before_any_work():
+    spec = importlib.util.spec_from_file_location(
+        "ablate_minilm", Path(__file__).resolve().parents[1] / "scripts" / "ablate_minilm.py")
+    ablate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ablate)
+    with pytest.raises(ValueError, match="steps"):
+        ablate.main(["--steps", "5"])
+    with pytest.raises(SystemExit, match="--arms"):
+        ablate.main(["--arms", "shipped,decoder-only"])
