@@ -242,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--generate", type=int, default=256, help="teacher-written passages")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--probe-only", action="store_true",
+                    help="only score the teacher itself on the cloze probe (teacher_probe.json)")
     ap.add_argument("--out", default=str(ROOT / "checkpoints" / "minilm-mlm" / "teacher"))
     args = ap.parse_args(argv)
     check_range("sentences", args.sentences, 0, 10_000_000, integer=True)
@@ -263,6 +265,14 @@ def main(argv: list[str] | None = None) -> int:
     ar = load_ar(device="cpu")
     _, bert_tok, _ = embedded.build("minilm-mlm", torch.Generator().manual_seed(0))
     vmap = vocab_map(ar.tokenizer, bert_tok)
+    if args.probe_only:
+        from tokendyn.quality import causal_cloze_probe
+
+        pr = causal_cloze_probe(ar.model, ar.tokenizer)
+        (out / "teacher_probe.json").write_text(json.dumps(pr, indent=2) + "\n")
+        log(f"teacher on the probe (top-{pr['k']} left-context words re-ranked by the whole sentence): "
+            f"top1 {pr['top1']:.3f} top5 {pr['top5']:.3f} copy {pr['copy_rate']:.3f}")
+        return 0
     log(f"{int((vmap >= 0).sum())} teacher tokens map onto whole BERT words")
     gen = generate(ar, args.generate, args.seed, 32, out / "generated.txt", log) if args.generate else []
     ar.tokenizer.padding_side = "right"

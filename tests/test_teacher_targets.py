@@ -64,3 +64,24 @@ def test_ablation_arguments_are_checked_before_any_work():
         ablate.main(["--steps", "5"])
     with pytest.raises(SystemExit, match="--arms"):
         ablate.main(["--arms", "shipped,decoder-only"])
+
+
+def test_causal_cloze_probe_reads_both_sides_and_pads_correctly(teacher):
+    from tokendyn import quality
+
+    ar = teacher[0]
+    texts = [" The capital of France is Paris.", " Ice is cold.", " She opened the window and let some air in."]
+    start = quality._start_id(ar.tokenizer)
+    batched = quality.causal_log_likelihoods(ar.model, ar.tokenizer, texts, start)
+    alone = torch.cat([quality.causal_log_likelihoods(ar.model, ar.tokenizer, [t], start) for t in texts])
+    assert torch.allclose(batched, alone, atol=1e-3)  # padding changes nothing
+    items = [quality.ClozeItem("geography", "The capital of France is [MASK].", ("paris",)),
+             quality.ClozeItem("everyday", "She opened the [MASK] and let some fresh air into the room.",
+                               ("window", "windows"))]
+    pr = quality.causal_cloze_probe(ar.model, ar.tokenizer, k=10, items=items)
+    assert pr["items"][0]["top"][0] == "paris"
+    # left context alone prefers "door"; the right context ("fresh air") must lift "window"
+    assert "window" in pr["items"][1]["top"][:2]
+    assert pr["copy_rate"] == 0.0 and pr["n"] == 2
+    with pytest.raises(ValueError, match="k"):
+        quality.causal_cloze_probe(ar.model, ar.tokenizer, k=2, items=items)

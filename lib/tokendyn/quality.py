@@ -5,6 +5,8 @@
   its accepted answers) and reports top-1 / top-5 accuracy and the **copy rate**: the share of
   sentences whose top-1 token is a word already present in the sentence. An MLM that copies would
   fake the repetition basins of Paper 1, so the copy rate is a gate, not a curiosity.
+- :func:`causal_cloze_probe` scores a causal LM on the same probe, as a masked LM restricted to
+  its likeliest next words: a reference point from a model pre-trained at scale.
 - :func:`pseudo_perplexity` masks each token of a passage in turn (Salazar et al. 2020) on
   Wikipedia passages that no shipped model was trained on (:func:`is_heldout`).
 
@@ -220,6 +222,82 @@ def heldout_scores(model: Any, tokenizer: Any, texts: list[str], max_len: int = 
     ll = torch.cat(lls)
     return {"pseudo_perplexity": float(torch.exp(-ll.mean())),
             "repetition": {"data": rep_data / len(ll), "model": rep_model / len(ll), "sites": len(ll)}}
+
+
+@torch.no_grad()
+def causal_log_likelihoods(model: Any, tokenizer: Any, texts: list[str], start_id: int) -> torch.Tensor:
+    """``(N,)`` float32: log p(text) under a causal LM, each text read after the token ``start_id``
+    (right-padded batch; pad positions neither predict nor are predicted)."""
+    seqs = [[start_id] + tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    width = max(map(len, seqs))
+    x = torch.zeros(len(seqs), width, dtype=torch.long)
+    att = torch.zeros(len(seqs), width, dtype=torch.long)
+    for r, q in enumerate(seqs):
+        x[r, :len(q)] = torch.tensor(q)
+        att[r, :len(q)] = 1
+    dev = _device(model)
+    logp = model(input_ids=x.to(dev), attention_mask=att.to(dev)).logits[:, :-1].float().log_softmax(-1)
+    tok_lp = logp.gather(2, x[:, 1:, None].to(dev))[..., 0] * att[:, 1:].to(dev)
+    return tok_lp.sum(1).cpu()
+
+
+def _start_id(tokenizer: Any) -> int:
+    """A document-start token for a causal LM: ``<|endoftext|>`` where it exists, else BOS."""
+    tid = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    if tid is None or tid == tokenizer.unk_token_id and tokenizer.unk_token != "<|endoftext|>":
+        tid = tokenizer.bos_token_id
+    if tid is None:
+        raise ValueError("tokenizer: no <|endoftext|> or BOS token to start a sentence with")
+    return int(tid)
+
+
+@torch.no_grad()
+def causal_cloze_probe(model: Any, tokenizer: Any, k: int = 20,
+                       items: list[ClozeItem] | None = None) -> dict[str, Any]:
+    """A causal LM on the cloze probe, read as a masked LM: for each sentence, its ``k`` likeliest
+    next whole words after the left context, re-ranked by the likelihood of the whole sentence
+    with each filled in. That is p(x_i | x_-i) restricted to those ``k`` words, so the right
+    context counts. Returns ``{"n", "k", "top1", "top5", "copy_rate", "by_register", "items"}``
+    as :func:`cloze_probe` (a word is a byte-level BPE token with a leading space).
+    """
+    check_range("k", k, 5, 200, integer=True)
+    items = load_probe() if items is None else items
+    start = _start_id(tokenizer)
+    vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    is_word = torch.tensor([t[:1] in ("\u0120", "\u2581") and t[1:].isascii() and t[1:].isalpha()
+                            for t in vocab])
+    rows = []
+    for it in items:
+        left, right = it.text.split("[MASK]")
+        prefix = [start] + tokenizer(" " + left.rstrip(), add_special_tokens=False)["input_ids"]
+        nxt = model(torch.tensor([prefix], device=_device(model))).logits[0, -1].float().cpu()
+        nxt[~is_word[:nxt.shape[0]]] = -torch.inf
+        cands: list[str] = []
+        for t in nxt.argsort(descending=True).tolist():
+            w = vocab[t][1:]
+            if w.lower() not in {c.lower() for c in cands}:
+                cands.append(w)
+            if len(cands) == k:
+                break
+        ll = causal_log_likelihoods(model, tokenizer, [" " + left + w + right for w in cands], start)
+        top = [cands[i].lower() for i in ll.argsort(descending=True)[:5].tolist()]
+        context = set(_WORD.findall(it.text.replace("[MASK]", " ").lower()))
+        rows.append(dict(register=it.register, text=it.text, answers=list(it.answers), top=top,
+                         hit1=top[0] in it.answers, hitk=any(w in it.answers for w in top),
+                         copy=top[0] in context))
+    n = len(rows)
+
+    def share(key: str, rs: list[dict]) -> float:
+        return sum(r[key] for r in rs) / max(1, len(rs))
+
+    regs = sorted({r["register"] for r in rows})
+    return {"n": n, "k": k, "top1": share("hit1", rows), "top5": share("hitk", rows),
+            "copy_rate": share("copy", rows),
+            "by_register": {g: {"n": sum(r["register"] == g for r in rows),
+                                "top1": share("hit1", [r for r in rows if r["register"] == g]),
+                                "top5": share("hitk", [r for r in rows if r["register"] == g])}
+                            for g in regs},
+            "items": [{k2: r[k2] for k2 in ("register", "text", "answers", "top")} for r in rows]}
 
 
 def pseudo_perplexity(model: Any, tokenizer: Any, texts: list[str], max_len: int = 64) -> float:
