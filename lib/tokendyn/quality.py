@@ -143,17 +143,22 @@ def cloze_probe(model: Any, tokenizer: Any, items: list[ClozeItem] | None = None
             rows.append(dict(register=it.register, text=it.text, answers=list(it.answers), top=words,
                              hit1=words[0] in it.answers, hitk=any(w in it.answers for w in words),
                              copy=words[0] in context, single=single))
-    n = len(rows)
+    return {**_probe_scores(rows), "coverage": _share("single", rows)}
 
-    def share(key: str, rs: list[dict]) -> float:
-        return sum(r[key] for r in rs) / max(1, len(rs))
 
+def _share(key: str, rows: list[dict]) -> float:
+    return sum(r[key] for r in rows) / max(1, len(rows))
+
+
+def _probe_scores(rows: list[dict]) -> dict[str, Any]:
+    """Top-1, top-k, copy rate (overall and by register) and the items, from per-sentence rows
+    with ``register, text, answers, top, hit1, hitk, copy``."""
     regs = sorted({r["register"] for r in rows})
-    return {"n": n, "top1": share("hit1", rows), "top5": share("hitk", rows),
-            "copy_rate": share("copy", rows), "coverage": share("single", rows),
+    return {"n": len(rows), "top1": _share("hit1", rows), "top5": _share("hitk", rows),
+            "copy_rate": _share("copy", rows),
             "by_register": {g: {"n": sum(r["register"] == g for r in rows),
-                                "top1": share("hit1", [r for r in rows if r["register"] == g]),
-                                "top5": share("hitk", [r for r in rows if r["register"] == g])}
+                                "top1": _share("hit1", [r for r in rows if r["register"] == g]),
+                                "top5": _share("hitk", [r for r in rows if r["register"] == g])}
                             for g in regs},
             "items": [{k2: r[k2] for k2 in ("register", "text", "answers", "top")} for r in rows]}
 
@@ -285,19 +290,7 @@ def causal_cloze_probe(model: Any, tokenizer: Any, k: int = 20,
         rows.append(dict(register=it.register, text=it.text, answers=list(it.answers), top=top,
                          hit1=top[0] in it.answers, hitk=any(w in it.answers for w in top),
                          copy=top[0] in context))
-    n = len(rows)
-
-    def share(key: str, rs: list[dict]) -> float:
-        return sum(r[key] for r in rs) / max(1, len(rs))
-
-    regs = sorted({r["register"] for r in rows})
-    return {"n": n, "k": k, "top1": share("hit1", rows), "top5": share("hitk", rows),
-            "copy_rate": share("copy", rows),
-            "by_register": {g: {"n": sum(r["register"] == g for r in rows),
-                                "top1": share("hit1", [r for r in rows if r["register"] == g]),
-                                "top5": share("hitk", [r for r in rows if r["register"] == g])}
-                            for g in regs},
-            "items": [{k2: r[k2] for k2 in ("register", "text", "answers", "top")} for r in rows]}
+    return {**_probe_scores(rows), "k": k}
 
 
 def pseudo_perplexity(model: Any, tokenizer: Any, texts: list[str], max_len: int = 64) -> float:
