@@ -88,8 +88,9 @@ def corpus_sentences(n: int, seed: int) -> list[str]:
 
 
 def prompts(n: int) -> list[str]:
-    flat = [(reg, t) for reg, ts in TOPICS.items() for t in ts]
-    return [f"Write five simple, true sentences about {flat[i % len(flat)][1]}. Use plain English."
+    """``n`` chat prompts, cycling through every topic of :data:`TOPICS`."""
+    flat = [t for ts in TOPICS.values() for t in ts]
+    return [f"Write five simple, true sentences about {flat[i % len(flat)]}. Use plain English."
             for i in range(n)]
 
 
@@ -105,7 +106,7 @@ def generate(ar, n: int, seed: int, batch: int, out: Path, log) -> list[str]:
         chat = [tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
                                         add_generation_prompt=True) for p in chunk]
         enc = tok(chat, return_tensors="pt", padding=True)
-        torch.manual_seed(seed * 100_003 + len(done))
+        torch.manual_seed(seed * 100_003 + len(done))  # generate() samples from the global RNG
         gen = model.generate(**enc, max_new_tokens=120, do_sample=True, temperature=0.7, top_p=0.95,
                              pad_token_id=tok.pad_token_id)
         texts = [" ".join(tok.decode(g[enc.input_ids.shape[1]:], skip_special_tokens=True)
@@ -197,8 +198,7 @@ def score_shard(ar, bert_tok, vmap: torch.Tensor, sents: list[str], max_len: int
         q = torch.zeros(len(want), len(bert_tok)).index_add_(1, vmap[ok], p[:, ok])
         m = q.sum(1)
         top = (q / m[:, None]).topk(TOPK, dim=1)
-        for k, (_, _, i, pos) in enumerate(want):
-            tpos.append((i, pos))
+        tpos += [(i, pos) for _, _, i, pos in want]
         tid.append(top.indices.to(torch.int32))
         tp.append(top.values.half())
         mass.append(m.half())
@@ -222,7 +222,6 @@ def load_targets(folder: str | Path) -> dict:
     ids, tidx, tid, tp, base = [], [], [], [], 0
     for f in files:
         d = torch.load(f, weights_only=True)
-        n0 = sum(x.shape[0] for x in ids)
         ix = torch.full(d["ids"].shape, -1, dtype=torch.int32)
         if d["tpos"].shape[0]:
             ix[d["tpos"][:, 0].long(), d["tpos"][:, 1].long()] = torch.arange(
@@ -232,7 +231,6 @@ def load_targets(folder: str | Path) -> dict:
         tid.append(d["tid"])
         tp.append(d["tp"])
         base += d["tpos"].shape[0]
-        del n0
     return {"ids": torch.cat(ids), "tidx": torch.cat(tidx), "tid": torch.cat(tid), "tp": torch.cat(tp)}
 
 
