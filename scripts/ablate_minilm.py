@@ -37,8 +37,8 @@ from teacher_targets import load_targets  # noqa: E402
 from tokendyn import quality  # noqa: E402
 from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.models import embedded  # noqa: E402
-from tokendyn.quality import head_logits  # noqa: E402
-from train_mlm import context_unlikelihood, distill_loss, length_batches, lr_at, mask_batch  # noqa: E402
+from train_mlm import (context_unlikelihood, distill_loss, length_batches, lr_at,  # noqa: E402
+                       masked_step_logits, set_trainable)
 
 ARMS = ("shipped", "embeddings", "all-layers")
 
@@ -57,15 +57,7 @@ def arm_model(arm: str):
 
 def run_arm(arm: str, args, teacher: dict, log) -> dict:
     model, tok, trainable = arm_model(arm)
-    rows = {embedded.split_row(t)[0]: embedded.split_row(t)[1] for t in trainable
-            if embedded.split_row(t)[1] is not None}
-    names = {embedded.split_row(t)[0] for t in trainable}
-    for n, p in model.named_parameters():
-        p.requires_grad_(n in names)
-        if n in rows:
-            keep = torch.zeros(p.shape[0], 1)
-            keep[rows[n]] = 1.0
-            p.register_hook(lambda gr, k=keep: gr * k)
+    names, rows = set_trainable(model, trainable)
     params = [p for n, p in model.named_parameters() if n in names]
     opt = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.0)
     special = torch.zeros(len(tok), dtype=torch.bool)
@@ -76,19 +68,15 @@ def run_arm(arm: str, args, teacher: dict, log) -> dict:
     hard_losses = []
     t0 = time.time()
     model.train()
-    base = model.bert
     for step in range(args.steps):
         idx = batches[step % len(batches)]
-        ids = chunks[idx].long()
-        width = int((ids != tok.pad_token_id).sum(1).max())
-        ids = ids[:, :width]
-        inputs, pos, targets = mask_batch(ids, tok, special, 0.25,
-                                          torch.Generator().manual_seed(args.seed * 1_000_003 + step))
         for gr in opt.param_groups:
             gr["lr"] = lr_at(step, args.lr, args.steps, 30, 1)
-        hidden = base(input_ids=inputs, attention_mask=(ids != tok.pad_token_id).long()).last_hidden_state
-        logits = head_logits(model, hidden[pos[:, 0], pos[:, 1]]).float()
-        tix = teacher["tidx"][idx][:, :width][pos[:, 0], pos[:, 1]].long()
+        ids, pos, targets, logits = masked_step_logits(
+            model, tok, chunks[idx].long(), special, 0.25,
+            torch.Generator().manual_seed(args.seed * 1_000_003 + step), torch.device("cpu"))
+        logits = logits.float()
+        tix = teacher["tidx"][idx][pos[:, 0], pos[:, 1]].long()
         loss = distill_loss(logits, targets, tix, teacher, 0.5)
         loss = loss + context_unlikelihood(logits, ids, pos[:, 0], targets, special)
         hard_losses.append(float(torch.nn.functional.cross_entropy(logits.detach(), targets)))
@@ -101,7 +89,7 @@ def run_arm(arm: str, args, teacher: dict, log) -> dict:
     model.eval()
     pr = quality.cloze_probe(model, tok)
     held = quality.heldout_scores(model, tok, quality.heldout_passages(args.passages))
-    n_trained = sum(p.numel() if n not in rows else p.shape[1]
+    n_trained = sum(p.numel() if n not in rows else len(rows[n]) * p.shape[1]
                     for n, p in model.named_parameters() if n in names)
     return {"arm": arm, "trained_params": n_trained, "steps": args.steps,
             "ce_last100": sum(hard_losses[-100:]) / len(hard_losses[-100:]),

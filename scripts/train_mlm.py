@@ -201,6 +201,39 @@ def length_batches(lengths: torch.Tensor, batch: int, g: torch.Generator, pool: 
     return [out[i] for i in torch.randperm(len(out), generator=g).tolist()]
 
 
+def set_trainable(model, trainable: list[str]) -> tuple[set[str], dict[str, list[int]]]:
+    """Freeze ``model`` except the ``trainable`` names (``"w[103]"`` trains one row of ``w``: a
+    gradient hook zeroes the others). Returns the trained parameter names and, per row-trained
+    matrix, its rows."""
+    rows: dict[str, list[int]] = {}
+    for t in trainable:
+        base, row = embedded.split_row(t)
+        if row is not None:
+            rows.setdefault(base, []).append(row)
+    names = {embedded.split_row(t)[0] for t in trainable}
+    for n, p in model.named_parameters():
+        p.requires_grad_(n in names)
+        if n in rows:  # train only the listed rows of this matrix (e.g. the mask token's)
+            keep = torch.zeros(p.shape[0], 1, dtype=p.dtype)
+            keep[rows[n]] = 1.0
+            p.register_hook(lambda g, k=keep: g * k.to(g.device))
+    return names, rows
+
+
+def masked_step_logits(model, tok, ids: torch.Tensor, special: torch.Tensor, rate: float,
+                       g: torch.Generator, device: torch.device):
+    """Mask a batch and return the vocabulary logits at its masked sites only (the head is most of
+    the cost otherwise). ``ids (B, L)`` loses its all-padding tail first. Returns ``(ids (B, W),
+    pos (M, 2), targets (M,), logits (M, V))``."""
+    width = int((ids != tok.pad_token_id).sum(1).max())
+    ids = ids[:, :width]
+    inputs, pos, targets = mask_batch(ids, tok, special, rate, g)
+    attn = (ids != tok.pad_token_id).long()
+    base = getattr(model, model.base_model_prefix)
+    hidden = base(input_ids=inputs.to(device), attention_mask=attn.to(device)).last_hidden_state
+    return ids, pos, targets, head_logits(model, hidden[pos[:, 0], pos[:, 1]])
+
+
 def lr_at(step: int, lr: float, steps: int, warmup: int, decay: int) -> float:
     """Warmup-stable-decay: linear warmup, constant, linear decay to 0 over the last ``decay`` steps."""
     if step < warmup:
@@ -302,18 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             ev0 = json.loads(eval_file.read_text())
             init_meta["eval"] = {k: ev0[k] for k in ("top1", "top5", "copy_rate", "pseudo_perplexity")}
         log(f"warm start from {args.init_from}", fh)
-    rows: dict[str, list[int]] = {}
-    for t in trainable:
-        base, row = embedded.split_row(t)
-        if row is not None:
-            rows.setdefault(base, []).append(row)
-    names = {embedded.split_row(t)[0] for t in trainable}
-    for n, p in model.named_parameters():
-        p.requires_grad_(n in names)
-        if n in rows:  # train only the listed rows of this matrix (e.g. the mask token's)
-            keep = torch.zeros(p.shape[0], 1, dtype=p.dtype)
-            keep[rows[n]] = 1.0
-            p.register_hook(lambda g, k=keep: g * k.to(g.device))
+    names, rows = set_trainable(model, trainable)
     model.to(device)
 
     data_file = ck / f"chunks_L{args.seq_len}_s{args.sotu_share}.pt"
@@ -389,24 +411,17 @@ def main(argv: list[str] | None = None) -> int:
             if schedule is None or schedule[0] != epoch:
                 schedule = (epoch, length_batches(lengths, args.batch, eg))
             idx = schedule[1][k]
-        ids = chunks[idx].long()
-        width = int((ids != tok.pad_token_id).sum(1).max())  # sentences: drop the all-pad tail
-        ids = ids[:, :width]
         mg = torch.Generator().manual_seed(args.seed * 1_000_003 + step)
-        inputs, pos, targets = mask_batch(ids, tok, special, args.mask_rate, mg)
-        attn = (ids != tok.pad_token_id).long()
         for gr in opt.param_groups:
             gr["lr"] = gr["lr_mult"] * lr_at(step, args.lr, args.steps, args.warmup, decay)
         ts = time.time()
-        base = getattr(model, model.base_model_prefix)
-        hidden = base(input_ids=inputs.to(device), attention_mask=attn.to(device)).last_hidden_state
-        # vocabulary logits only at the masked positions: the head is most of the cost otherwise
-        logits = head_logits(model, hidden[pos[:, 0], pos[:, 1]])
+        ids, pos, targets, logits = masked_step_logits(model, tok, chunks[idx].long(), special,
+                                                       args.mask_rate, mg, device)
         if teacher is None:
             loss = torch.nn.functional.cross_entropy(logits.float(), targets.to(device))
         else:
             loss = distill_loss(logits.float(), targets.to(device),
-                                teacher["tidx"][idx][:, :width][pos[:, 0], pos[:, 1]].long(),
+                                teacher["tidx"][idx][pos[:, 0], pos[:, 1]].long(),
                                 teacher, args.teacher_weight)
         if args.unlikelihood > 0:
             loss = loss + args.unlikelihood * context_unlikelihood(
