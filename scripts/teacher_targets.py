@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from tokendyn.checks import check_range  # noqa: E402
+from tokendyn.quality import is_word_token, right_pad  # noqa: E402
 
 TOPK = 32
 SHARD = 256
@@ -143,11 +144,11 @@ def probe_overlap(sents: list[str], n: int = 6) -> dict:
 
 def vocab_map(ar_tok, bert_tok) -> torch.Tensor:
     """``(V_teacher,)`` long: the BERT id of each teacher token that is a space-led whole word
-    (lower-cased), else -1."""
+    (lower-cased, :func:`tokendyn.quality.is_word_token`), else -1. The teacher is byte-level BPE."""
     bv = bert_tok.get_vocab()
     m = torch.full((len(ar_tok),), -1, dtype=torch.long)
     for t, i in ar_tok.get_vocab().items():
-        if t.startswith("\u0120") and t[1:].isascii() and t[1:].isalpha():
+        if is_word_token(t):
             j = bv.get(t[1:].lower())
             if j is not None and i < m.shape[0]:
                 m[i] = j
@@ -162,18 +163,13 @@ def score_shard(ar, bert_tok, vmap: torch.Tensor, sents: list[str], max_len: int
     texts = [" " + s for s in sents]
     enc = tok(texts, return_offsets_mapping=True, add_special_tokens=False)
     benc = bert_tok(texts, return_offsets_mapping=True, truncation=True, max_length=max_len)
-    rows, tpos, tid, tp, mass = [], [], [], [], []
+    tpos, tid, tp, mass = [], [], [], []
     # sort by length so that a batch pads little
     order = sorted(range(len(texts)), key=lambda i: len(enc.input_ids[i]))
     for s in range(0, len(order), 32):
         idx = order[s:s + 32]
-        L = max(len(enc.input_ids[i]) for i in idx) + 1
-        x = torch.full((len(idx), L), tok.pad_token_id)
-        att = torch.zeros(len(idx), L, dtype=torch.long)
-        for r, i in enumerate(idx):
-            seq = [0] + enc.input_ids[i]  # <|endoftext|> as the document start
-            x[r, :len(seq)] = torch.tensor(seq)
-            att[r, :len(seq)] = 1
+        # <|endoftext|> (id 0) as the document start
+        x, att = right_pad([[0] + enc.input_ids[i] for i in idx], tok.pad_token_id)
         hidden = model.model(input_ids=x, attention_mask=att).last_hidden_state
         want = []  # (batch row, teacher position j, bert row, bert position)
         for r, i in enumerate(idx):
@@ -202,11 +198,9 @@ def score_shard(ar, bert_tok, vmap: torch.Tensor, sents: list[str], max_len: int
         tid.append(top.indices.to(torch.int32))
         tp.append(top.values.half())
         mass.append(m.half())
-    for i in range(len(texts)):
-        rows.append(torch.tensor(benc.input_ids[i], dtype=torch.int32))
-    ids = torch.full((len(rows), max_len), bert_tok.pad_token_id, dtype=torch.int32)
-    for i, r in enumerate(rows):
-        ids[i, :len(r)] = r
+    ids = torch.full((len(texts), max_len), bert_tok.pad_token_id, dtype=torch.int32)
+    for i, r in enumerate(benc.input_ids):
+        ids[i, :len(r)] = torch.tensor(r, dtype=torch.int32)
     return {"ids": ids, "tpos": torch.tensor(tpos, dtype=torch.int32).reshape(-1, 2),
             "tid": torch.cat(tid) if tid else torch.zeros(0, TOPK, dtype=torch.int32),
             "tp": torch.cat(tp) if tp else torch.zeros(0, TOPK, dtype=torch.float16),

@@ -229,17 +229,27 @@ def heldout_scores(model: Any, tokenizer: Any, texts: list[str], max_len: int = 
             "repetition": {"data": rep_data / len(ll), "model": rep_model / len(ll), "sites": len(ll)}}
 
 
-@torch.no_grad()
-def causal_log_likelihoods(model: Any, tokenizer: Any, texts: list[str], start_id: int) -> torch.Tensor:
-    """``(N,)`` float32: log p(text) under a causal LM, each text read after the token ``start_id``
-    (right-padded batch; pad positions neither predict nor are predicted)."""
-    seqs = [[start_id] + tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+def is_word_token(token: str) -> bool:
+    """A byte-level BPE (``Ġ``) or SentencePiece (``▁``) token that is a whole space-led ASCII word."""
+    return token[:1] in ("\u0120", "\u2581") and token[1:].isascii() and token[1:].isalpha()
+
+
+def right_pad(seqs: list[list[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ids (N, L), attention_mask (N, L))`` long tensors for token lists of unequal length."""
     width = max(map(len, seqs))
-    x = torch.zeros(len(seqs), width, dtype=torch.long)
+    x = torch.full((len(seqs), width), pad_id, dtype=torch.long)
     att = torch.zeros(len(seqs), width, dtype=torch.long)
     for r, q in enumerate(seqs):
         x[r, :len(q)] = torch.tensor(q)
         att[r, :len(q)] = 1
+    return x, att
+
+
+@torch.no_grad()
+def causal_log_likelihoods(model: Any, tokenizer: Any, texts: list[str], start_id: int) -> torch.Tensor:
+    """``(N,)`` float32: log p(text) under a causal LM, each text read after the token ``start_id``
+    (right-padded batch; pad positions neither predict nor are predicted)."""
+    x, att = right_pad([[start_id] + tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts])
     dev = _device(model)
     logp = model(input_ids=x.to(dev), attention_mask=att.to(dev)).logits[:, :-1].float().log_softmax(-1)
     tok_lp = logp.gather(2, x[:, 1:, None].to(dev))[..., 0] * att[:, 1:].to(dev)
@@ -269,8 +279,7 @@ def causal_cloze_probe(model: Any, tokenizer: Any, k: int = 20,
     items = load_probe() if items is None else items
     start = _start_id(tokenizer)
     vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-    is_word = torch.tensor([t[:1] in ("\u0120", "\u2581") and t[1:].isascii() and t[1:].isalpha()
-                            for t in vocab])
+    is_word = torch.tensor([is_word_token(t) for t in vocab])
     rows = []
     for it in items:
         left, right = it.text.split("[MASK]")
@@ -278,9 +287,11 @@ def causal_cloze_probe(model: Any, tokenizer: Any, k: int = 20,
         nxt = model(torch.tensor([prefix], device=_device(model))).logits[0, -1].float().cpu()
         nxt[~is_word[:nxt.shape[0]]] = -torch.inf
         cands: list[str] = []
+        seen: set[str] = set()
         for t in nxt.argsort(descending=True).tolist():
             w = vocab[t][1:]
-            if w.lower() not in {c.lower() for c in cands}:
+            if w.lower() not in seen:
+                seen.add(w.lower())
                 cands.append(w)
             if len(cands) == k:
                 break
