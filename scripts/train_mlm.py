@@ -459,9 +459,13 @@ def teacher_meta(args) -> dict | None:
     if args.teacher is None:
         return None
     meta = json.loads((Path(args.teacher) / "meta.json").read_text())
-    return {**meta, "targets": "next-word distribution from the left context only, folded onto whole "
-                               "BERT words, top-32, mixed with the true token",
-            "weight": args.teacher_weight}
+    if meta.get("args", {}).get("target", "left") == "whole":
+        what = (f"whole-sentence conditional over {meta['args']['candidates']} candidate words "
+                "(the true word among them), mixed with the true token")
+    else:
+        what = "next-word distribution from the left context only, folded onto whole BERT words, top-32, " \
+               "mixed with the true token"
+    return {**meta, "targets": what, "weight": args.teacher_weight}
 
 
 def shipped_count(model, trainable: list[str]) -> int:

@@ -85,3 +85,45 @@ def test_causal_cloze_probe_reads_both_sides_and_pads_correctly(teacher):
     assert pr["copy_rate"] == 0.0 and pr["n"] == 2
     with pytest.raises(ValueError, match="k"):
         quality.causal_cloze_probe(ar.model, ar.tokenizer, k=2, items=items)
+
+
+def test_whole_sentence_targets_use_the_right_context_and_are_exact(teacher):
+    from tokendyn import quality
+
+    ar, bert_tok, vmap = teacher
+    sent = "She opened the window and let some fresh air into the room."
+    left = teacher_targets.score_shard(ar, bert_tok, vmap, [sent])
+    whole = teacher_targets.score_shard(ar, bert_tok, vmap, [sent], target="whole", k=8)
+    assert torch.equal(left["tpos"], whole["tpos"])  # the same sites, another target
+    words = [bert_tok.convert_ids_to_tokens(whole["ids"][r, p].item()) for r, p in whole["tpos"].tolist()]
+    s = words.index("window")
+
+    def ranked(d):
+        return bert_tok.convert_ids_to_tokens(d["tid"][s].tolist())
+
+    # after "She opened the" the teacher prefers "door"; the right context ("fresh air") lifts "window"
+    assert ranked(left).index("door") < ranked(left).index("window")
+    assert ranked(whole)[0] == "window"
+    p = whole["tp"].float()
+    assert torch.allclose(p.sum(1), torch.ones(p.shape[0]), atol=2e-3)  # a distribution over k words
+    assert torch.all(p[:, 8:] == 0) and torch.all(p[:, :7] >= p[:, 1:8])
+    # the true word is always a candidate, so it always has mass
+    true = whole["ids"][whole["tpos"][:, 0].long(), whole["tpos"][:, 1].long()]
+    assert torch.all((whole["tid"] == true[:, None]).any(1))
+    # exact: the softmax of whole-sentence log-likelihoods, computed here the slow way
+    cands = ranked(whole)[:8]
+    texts = [" " + sent.replace("window", w) for w in cands]
+    ll = quality.causal_log_likelihoods(ar.model, ar.tokenizer, texts, 0)
+    assert torch.allclose(ll.softmax(0), p[s, :8], atol=2e-3)
+    # one site per sentence when asked, seeded
+    one = teacher_targets.score_shard(ar, bert_tok, vmap, [sent, sent], target="whole", k=4, sites=1, seed=3)
+    assert one["tpos"].shape[0] == 2
+    assert torch.equal(one["tpos"], teacher_targets.score_shard(
+        ar, bert_tok, vmap, [sent, sent], target="whole", k=4, sites=1, seed=3)["tpos"])
+
+
+def test_teacher_arguments_are_checked_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match="candidates"):
+        teacher_targets.main(["--target", "whole", "--candidates", "40", "--out", str(tmp_path)])
+    with pytest.raises(ValueError, match="sites"):
+        teacher_targets.main(["--sites", "-1", "--out", str(tmp_path)])

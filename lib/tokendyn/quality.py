@@ -246,14 +246,20 @@ def right_pad(seqs: list[list[int]], pad_id: int = 0) -> tuple[torch.Tensor, tor
 
 
 @torch.no_grad()
-def causal_log_likelihoods(model: Any, tokenizer: Any, texts: list[str], start_id: int) -> torch.Tensor:
-    """``(N,)`` float32: log p(text) under a causal LM, each text read after the token ``start_id``
-    (right-padded batch; pad positions neither predict nor are predicted)."""
-    x, att = right_pad([[start_id] + tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts])
+def sequence_log_likelihoods(model: Any, x: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
+    """``(N,)`` float32: sum of log p(x[:, t] | x[:, :t]) over t >= 1 under a causal LM, for
+    right-padded ``x (N, L)`` with ``att (N, L)``; pad positions neither predict nor are predicted."""
     dev = _device(model)
     logp = model(input_ids=x.to(dev), attention_mask=att.to(dev)).logits[:, :-1].float().log_softmax(-1)
     tok_lp = logp.gather(2, x[:, 1:, None].to(dev))[..., 0] * att[:, 1:].to(dev)
     return tok_lp.sum(1).cpu()
+
+
+def causal_log_likelihoods(model: Any, tokenizer: Any, texts: list[str], start_id: int) -> torch.Tensor:
+    """``(N,)`` float32: log p(text) under a causal LM, each text read after the token ``start_id``
+    (one right-padded batch, :func:`sequence_log_likelihoods`)."""
+    x, att = right_pad([[start_id] + tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts])
+    return sequence_log_likelihoods(model, x, att)
 
 
 def _start_id(tokenizer: Any) -> int:
