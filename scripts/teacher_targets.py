@@ -228,14 +228,15 @@ def aligned_sites(tok, vmap: torch.Tensor, ids: list[int], offs, b_ids: list[int
 
 @torch.no_grad()
 def score_shard(ar, bert_tok, vmap: torch.Tensor, sents: list[str], max_len: int = 64,
-                target: str = "left", k: int = 16, sites: int = 0, seed: int = 0) -> dict:
+                target: str = "left", k: int = 16, sites: int = 0, seed: int = 0, ll_batch: int = 64) -> dict:
     """Teacher targets for ``sents``: ``ids (N, L)`` BERT rows, ``tpos (P, 2)`` (row, position),
     ``tid (P, 32)`` int32, ``tp (P, 32)`` fp16, ``mass (P,)``.
 
     ``target="left"``: the next-token distribution after the left context, folded onto whole BERT
     words (``mass``: its share on whole words). ``target="whole"``: the whole-sentence conditional
     over ``k`` candidates (:func:`whole_sentence_targets`; ``mass``: the candidates' left-context
-    share). ``sites > 0`` keeps that many randomly chosen sites per sentence (seeded by ``seed``).
+    share). ``sites > 0`` keeps that many randomly chosen sites per sentence (seeded by ``seed``);
+    ``ll_batch`` candidate rows are scored per forward pass (larger on a GPU).
     """
     tok, model = ar.tokenizer, ar.model
     dev = next(model.parameters()).device
@@ -265,7 +266,7 @@ def score_shard(ar, bert_tok, vmap: torch.Tensor, sents: list[str], max_len: int
         p = model.lm_head(hidden[w[:, 0], w[:, 1]]).float().softmax(-1).cpu()
         if target == "whole":
             t_id, t_p, m = whole_sentence_targets(model, x, att, [(a, b + 1) for a, b, _, _ in want],
-                                                  p, vmap, k)
+                                                  p, vmap, k, ll_batch)
         else:
             ok = vmap >= 0
             q = torch.zeros(len(want), len(bert_tok)).index_add_(1, vmap[ok], p[:, ok])
@@ -317,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="left: next-word distribution after the left context; whole: the "
                          "whole-sentence conditional over --candidates words (k forward passes a site)")
     ap.add_argument("--candidates", type=int, default=16, help="candidate words per site (--target whole)")
+    ap.add_argument("--ll-batch", type=int, default=64,
+                    help="candidate sentences per forward pass (--target whole; 1024 or more on a GPU)")
     ap.add_argument("--sites", type=int, default=0,
                     help="at most this many randomly chosen sites per sentence (0 = every aligned word)")
     ap.add_argument("--probe-only", action="store_true",
@@ -328,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     check_range("generate", args.generate, 0, 1_000_000, integer=True)
     check_range("candidates", args.candidates, 2, TOPK, integer=True)
     check_range("sites", args.sites, 0, 64, integer=True)
+    check_range("ll_batch", args.ll_batch, 1, 65536, integer=True)
     check_choice("device", args.device, ("cpu", "cuda"))
     if args.out is None:
         args.out = str(ROOT / "checkpoints" / "minilm-mlm" / ("teacher" if args.target == "left" else "teacher-whole"))
@@ -377,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         if f.is_file():
             continue
         d = score_shard(ar, bert_tok, vmap, sents[s:s + SHARD], target=args.target, k=args.candidates,
-                        sites=args.sites, seed=args.seed * 100_003 + k)
+                        sites=args.sites, seed=args.seed * 100_003 + k, ll_batch=args.ll_batch)
         torch.save(d, f.with_suffix(".tmp"))
         os.replace(f.with_suffix(".tmp"), f)
         log(f"shard {k}: {d['ids'].shape[0]} sentences, {d['tpos'].shape[0]} targets, "

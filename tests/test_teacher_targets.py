@@ -115,6 +115,13 @@ def test_whole_sentence_targets_use_the_right_context_and_are_exact(teacher):
     texts = [" " + sent.replace("window", w) for w in cands]
     ll = quality.causal_log_likelihoods(ar.model, ar.tokenizer, texts, 0)
     assert torch.allclose(ll.softmax(0), p[s, :8], atol=2e-3)
+    # how candidate rows are batched (and padded beside a shorter sentence) changes nothing
+    two = [sent, "Ice is cold in the winter."]
+    big = teacher_targets.score_shard(ar, bert_tok, vmap, two, target="whole", k=8)
+    small = teacher_targets.score_shard(ar, bert_tok, vmap, two, target="whole", k=8, ll_batch=5)
+    assert torch.equal(small["tid"], big["tid"])
+    assert torch.allclose(small["tp"].float(), big["tp"].float(), atol=2e-3)
+    assert torch.allclose(big["tp"].float()[big["tpos"][:, 0] == 0], p, atol=2e-3)
     # one site per sentence when asked, seeded
     one = teacher_targets.score_shard(ar, bert_tok, vmap, [sent, sent], target="whole", k=4, sites=1, seed=3)
     assert one["tpos"].shape[0] == 2
