@@ -495,7 +495,10 @@ def export(args, model, tok, trainable, step, elapsed, device, fh, init_meta=Non
            + (f" --init-from {os.path.relpath(args.init_from, ROOT)}" if args.init_from else "")
            + (f" --teacher {os.path.relpath(args.teacher, ROOT)} --teacher-weight {args.teacher_weight}"
               if args.teacher else "")
-           + (f" --stop-at {step}" if step < args.steps else "") + " --export")
+           + (f" --stop-at {step}" if step < args.steps else "")
+           # float sums depend on the thread count: record it so a rerun is bit-identical
+           + (f" --threads {args.threads}" if device.type == "cpu" and args.threads != 1 else "")
+           + " --export")
     meta = {"name": args.model, "architecture": type(model).__name__, "base": base,
             "n_params": sum(p.numel() for p in model.parameters()),
             "n_shipped_params": shipped_count(model, trainable),
