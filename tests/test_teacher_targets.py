@@ -92,8 +92,9 @@ def test_whole_sentence_targets_use_the_right_context_and_are_exact(teacher):
 
     ar, bert_tok, vmap = teacher
     sent = "She opened the window and let some fresh air into the room."
-    left = teacher_targets.score_shard(ar, bert_tok, vmap, [sent])
-    whole = teacher_targets.score_shard(ar, bert_tok, vmap, [sent], target="whole", k=8)
+    two = [sent, "Ice is cold in the winter."]
+    left = teacher_targets.score_shard(ar, bert_tok, vmap, two)
+    whole = teacher_targets.score_shard(ar, bert_tok, vmap, two, target="whole", k=8)
     assert torch.equal(left["tpos"], whole["tpos"])  # the same sites, another target
     words = [bert_tok.convert_ids_to_tokens(whole["ids"][r, p].item()) for r, p in whole["tpos"].tolist()]
     s = words.index("window")
@@ -115,18 +116,14 @@ def test_whole_sentence_targets_use_the_right_context_and_are_exact(teacher):
     texts = [" " + sent.replace("window", w) for w in cands]
     ll = quality.causal_log_likelihoods(ar.model, ar.tokenizer, texts, 0)
     assert torch.allclose(ll.softmax(0), p[s, :8], atol=2e-3)
-    # how candidate rows are batched (and padded beside a shorter sentence) changes nothing
-    two = [sent, "Ice is cold in the winter."]
-    big = teacher_targets.score_shard(ar, bert_tok, vmap, two, target="whole", k=8)
+    # how candidate rows are batched (and padded beside the shorter sentence) changes nothing
     small = teacher_targets.score_shard(ar, bert_tok, vmap, two, target="whole", k=8, ll_batch=5)
-    assert torch.equal(small["tid"], big["tid"])
-    assert torch.allclose(small["tp"].float(), big["tp"].float(), atol=2e-3)
-    assert torch.allclose(big["tp"].float()[big["tpos"][:, 0] == 0], p, atol=2e-3)
+    assert torch.equal(small["tid"], whole["tid"]) and torch.allclose(small["tp"].float(), p, atol=2e-3)
     # one site per sentence when asked, seeded
-    one = teacher_targets.score_shard(ar, bert_tok, vmap, [sent, sent], target="whole", k=4, sites=1, seed=3)
+    one = teacher_targets.score_shard(ar, bert_tok, vmap, [sent, sent], target="whole", k=2, sites=1, seed=3)
     assert one["tpos"].shape[0] == 2
     assert torch.equal(one["tpos"], teacher_targets.score_shard(
-        ar, bert_tok, vmap, [sent, sent], target="whole", k=4, sites=1, seed=3)["tpos"])
+        ar, bert_tok, vmap, [sent, sent], target="whole", k=2, sites=1, seed=3)["tpos"])
 
 
 def test_teacher_arguments_are_checked_before_any_work(tmp_path):
