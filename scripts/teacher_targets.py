@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from tokendyn.checks import check_choice, check_range  # noqa: E402
-from tokendyn.quality import is_word_token, right_pad  # noqa: E402
+from tokendyn.quality import is_word_token, right_pad, sequence_log_likelihoods  # noqa: E402
 
 TOPK = 32
 SHARD = 256
@@ -190,8 +190,6 @@ def whole_sentence_targets(model, x: torch.Tensor, att: torch.Tensor, sites: lis
     Returns ``tid (P, TOPK)`` int32 BERT ids and ``tp (P, TOPK)`` fp16, best first, zero-padded,
     and ``cover (P,)``: the left-context probability of the candidate set.
     """
-    from tokendyn.quality import sequence_log_likelihoods
-
     cand = torch.tensor([candidates(p[s], vmap, int(x[r, t]), k) for s, (r, t) in enumerate(sites)])
     rows = torch.tensor([r for r, _ in sites]).repeat_interleave(k)
     cols = torch.tensor([t for _, t in sites]).repeat_interleave(k)
@@ -208,7 +206,8 @@ def whole_sentence_targets(model, x: torch.Tensor, att: torch.Tensor, sites: lis
     return tid, tp, p.gather(1, cand).sum(1)
 
 
-def aligned_sites(tok, vmap: torch.Tensor, ids: list[int], offs, b_ids: list[int], b_offs) -> list[tuple[int, int]]:
+def aligned_sites(tok, vmap: torch.Tensor, ids: list[int], offs, b_ids: list[int],
+                  b_offs) -> list[tuple[int, int]]:
     """(teacher index j, BERT position) of each word of one sentence that is a single teacher token
     and the same single BERT token, the first word excluded (no left context predicts it)."""
     bstart = {o[0]: (q, o[1]) for q, o in enumerate(b_offs) if o[1] > o[0]}
@@ -238,6 +237,7 @@ def score_shard(ar, bert_tok, vmap: torch.Tensor, sents: list[str], max_len: int
     share). ``sites > 0`` keeps that many randomly chosen sites per sentence (seeded by ``seed``);
     ``ll_batch`` candidate rows are scored per forward pass (larger on a GPU).
     """
+    check_choice("target", target, ("left", "whole"))
     tok, model = ar.tokenizer, ar.model
     dev = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
@@ -334,15 +334,16 @@ def main(argv: list[str] | None = None) -> int:
     check_range("ll_batch", args.ll_batch, 1, 65536, integer=True)
     check_choice("device", args.device, ("cpu", "cuda"))
     if args.out is None:
-        args.out = str(ROOT / "checkpoints" / "minilm-mlm" / ("teacher" if args.target == "left" else "teacher-whole"))
+        args.out = str(ROOT / "checkpoints" / "minilm-mlm"
+                       / ("teacher" if args.target == "left" else "teacher-whole"))
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fh = open(out / "log.txt", "a")
-    # shards made with other settings must not be mixed with these
-    kind = {k: getattr(args, k) for k in ("seed", "target", "candidates", "sites")}
-    if args.target == "left":
-        kind = {"seed": args.seed}  # folders from before --target had only this
+    # shards made with other settings must not be mixed with these (--sites applies to both targets)
+    kind = {k: getattr(args, k) for k in ("seed", "target", "sites")}
+    if args.target == "whole":
+        kind["candidates"] = args.candidates
     if not args.probe_only:
         made = out / "settings.json"
         if made.is_file() and json.loads(made.read_text()) != kind:

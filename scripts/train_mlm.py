@@ -463,8 +463,8 @@ def teacher_meta(args) -> dict | None:
         what = (f"whole-sentence conditional over {meta['args']['candidates']} candidate words "
                 "(the true word among them), mixed with the true token")
     else:
-        what = "next-word distribution from the left context only, folded onto whole BERT words, top-32, " \
-               "mixed with the true token"
+        what = ("next-word distribution from the left context only, folded onto whole BERT words, "
+                "top-32, mixed with the true token")
     return {**meta, "targets": what, "weight": args.teacher_weight}
 
 

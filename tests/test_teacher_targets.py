@@ -131,3 +131,9 @@ def test_teacher_arguments_are_checked_before_any_work(tmp_path):
         teacher_targets.main(["--target", "whole", "--candidates", "40", "--out", str(tmp_path)])
     with pytest.raises(ValueError, match="sites"):
         teacher_targets.main(["--sites", "-1", "--out", str(tmp_path)])
+    with pytest.raises(ValueError, match="target"):
+        teacher_targets.score_shard(None, None, None, [], target="both")
+    # a folder of shards made with other settings is refused, --sites counting for left targets too
+    (tmp_path / "settings.json").write_text('{"seed": 0, "target": "left", "sites": 0}\n')
+    with pytest.raises(SystemExit, match="use another --out"):
+        teacher_targets.main(["--sites", "2", "--out", str(tmp_path)])
