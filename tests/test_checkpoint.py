@@ -1,5 +1,6 @@
 """Checkpoint round trips, atomic writes and resume-by-fingerprint."""
 
+import copy
 import os
 
 import pytest
@@ -69,3 +70,120 @@ def test_fingerprint_is_stable_and_order_free():
     assert checkpoint.fingerprint({"a": 1, "b": [1, 2]}) == checkpoint.fingerprint({"b": [1, 2], "a": 1})
     assert checkpoint.fingerprint({"a": 1}) != checkpoint.fingerprint({"a": 2})
     assert checkpoint.fingerprint({"a": 1, "b": "x"}) == "ecf9e98ec064"  # golden: sha256 of '{"a":1,"b":"x"}'
+
+
+# --- Issue 17: caches never lie ---------------------------------------------------------------
+
+def _store_cell(tmp_path, values):
+    store = checkpoint.Store(tmp_path)
+    store.get_or_compute("coupling", {"tau": 1.0}, lambda: {"T": values})
+    (path,) = tmp_path.glob("*.safetensors")
+    return store, path
+
+
+def test_another_model_under_the_same_tag_never_gets_the_first_models_cells(tmp_path):
+    from tokendyn import mixing, toy
+
+    x0 = torch.zeros(6, 5, dtype=torch.long)
+    y0 = torch.ones(6, 5, dtype=torch.long)
+    kw = dict(taus=[0.7], max_steps=200, seed=0, key="survey", tag={"model": "default"})
+    a, b = toy.potts_chain(5, 3, coupling=2.0, seed=0), toy.potts_chain(5, 3, coupling=-1.0, seed=1)
+    store = checkpoint.Store(tmp_path)
+    got_a = mixing.coupling_grid(a, x0, y0, store=store, **kw)[0.7][0]
+    got_b = mixing.coupling_grid(b, x0, y0, store=store, **kw)[0.7][0]
+    fresh_b = mixing.coupling_grid(b, x0, y0, **kw)[0.7][0]
+    assert torch.equal(got_b, fresh_b) and not torch.equal(got_a, got_b)
+    assert len(list(tmp_path.glob("*.safetensors"))) == 2
+    # a second pass reads both cells back, each for its own model
+    assert torch.equal(mixing.coupling_grid(a, x0, y0, store=store, **kw)[0.7][0], got_a)
+
+
+def test_retrained_weights_under_the_same_name_are_a_new_cell(tmp_path):
+    from tokendyn.conditional import MLMConditional
+    from tokendyn.models.tiny import build_tiny
+
+    loaded = build_tiny("bert", seed=0)
+    pristine = copy.deepcopy(loaded)
+    cond = MLMConditional(loaded)
+    before = checkpoint.model_fingerprint(cond)
+    store = checkpoint.Store(tmp_path)
+    calls = []
+    cell = lambda: calls.append(1) or {"v": torch.tensor([len(calls)])}  # noqa: E731
+    store.get_or_compute("c", {"n": 8}, cell, model=cond)
+    store.get_or_compute("c", {"n": 8}, cell, model=cond)
+    assert len(calls) == 1
+    with torch.no_grad():  # "retraining" through .data: no version counter sees it
+        cond.model.bert.embeddings.word_embeddings.weight.data[7, 0] += 1e-3
+    after = checkpoint.model_fingerprint(cond)
+    assert after["weights"] != before["weights"] and after["config"] == before["config"]
+    assert store.get_or_compute("c", {"n": 8}, cell, model=cond)["v"].item() == 2
+    # dtype, wrapping scheme and configuration are part of the fingerprint too
+    assert checkpoint.model_fingerprint(MLMConditional(pristine, wrap="none")) != before
+    half = copy.deepcopy(pristine)
+    half.model.to(torch.bfloat16)
+    assert checkpoint.model_fingerprint(MLMConditional(half))["dtype"] == "torch.bfloat16"
+    assert checkpoint.model_fingerprint(MLMConditional(build_tiny("bert", seed=0, layers=1)))["config"] != before["config"]
+    assert checkpoint.model_fingerprint(MLMConditional(build_tiny("bert", seed=0))) == before
+    assert before["tokendyn"] == __import__("tokendyn").__version__
+
+
+def test_a_flipped_data_byte_is_caught_and_names_the_file(tmp_path):
+    store, path = _store_cell(tmp_path, torch.tensor([1500, 12, 7]))
+    raw = bytearray(path.read_bytes())
+    n = int.from_bytes(raw[:8], "little")
+    raw[8 + n] ^= 0x03  # first data byte: 1500 -> 1503 (the issue saw 1500 -> 1497)
+    path.write_bytes(bytes(raw))
+    with pytest.raises(checkpoint.CheckpointError, match="failed its checksum") as err:
+        store.get_or_compute("coupling", {"tau": 1.0}, lambda: {"T": torch.tensor([0])})
+    assert str(path) in str(err.value) and "rm " in str(err.value)
+    with pytest.raises(checkpoint.CheckpointError, match=str(path)):
+        checkpoint.load_tensors(path)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "header"])
+def test_an_unreadable_checkpoint_names_the_file(tmp_path, damage):
+    store, path = _store_cell(tmp_path, torch.arange(10))
+    raw = path.read_bytes()
+    path.write_bytes({"truncate": raw[: len(raw) // 2], "garbage": b"\x00" * 5,
+                      "header": raw[:12] + b"#" + raw[13:]}[damage])
+    with pytest.raises(checkpoint.CheckpointError) as err:
+        store.get_or_compute("coupling", {"tau": 1.0}, lambda: {"T": torch.arange(10)})
+    assert str(path) in str(err.value) and "Store(folder, on_mismatch='recompute')" in str(err.value)
+
+
+def test_recompute_mode_sets_a_bad_file_aside_and_recomputes(tmp_path):
+    _, path = _store_cell(tmp_path, torch.tensor([1500]))
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    store = checkpoint.Store(tmp_path, on_mismatch="recompute")
+    out = store.get_or_compute("coupling", {"tau": 1.0}, lambda: {"T": torch.tensor([1500])})
+    assert out["T"].tolist() == [1500]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name, path.name + ".rejected"]
+    assert checkpoint.load_tensors(path)[0]["T"].tolist() == [1500]  # the new file verifies
+    with pytest.raises(ValueError, match="on_mismatch='keep'"):
+        checkpoint.Store(tmp_path, on_mismatch="keep")
+
+
+def test_stored_parameters_and_model_are_compared_on_load(tmp_path):
+    from tokendyn import toy
+
+    a, b = toy.potts_chain(4, 2, seed=0), toy.potts_chain(4, 2, seed=1)
+    store = checkpoint.Store(tmp_path)
+    store.get_or_compute("c", {"n": 4}, lambda: {"v": torch.ones(1)}, model=a)
+    # a file renamed onto another cell's name (or a fingerprint collision) is refused
+    src = store.path("c", {"n": 4}, a)
+    dst = store.path("c", {"n": 4}, b)
+    src.rename(dst)
+    with pytest.raises(checkpoint.CheckpointError, match="another model"):
+        store.get_or_compute("c", {"n": 4}, lambda: {"v": torch.zeros(1)}, model=b)
+    dst.rename(store.path("c", {"n": 5}, a))
+    with pytest.raises(checkpoint.CheckpointError, match="other parameters"):
+        store.get_or_compute("c", {"n": 5}, lambda: {"v": torch.zeros(1)}, model=a)
+
+
+def test_fingerprint_sees_every_element_of_a_tensor():
+    big = torch.zeros(2000)
+    other = big.clone()
+    other[1000] = 1  # str() of both tensors is the same truncated "tensor([0., 0., ..., 0.])"
+    assert checkpoint.fingerprint({"x": big}) != checkpoint.fingerprint({"x": other})

@@ -63,3 +63,44 @@ def test_msmarco_loader_reads_a_local_file(tmp_path):
     assert got == data.msmarco_passages(3, seed=0, path=f)
     with pytest.raises(ValueError, match="holds 3 passages"):
         data.msmarco_passages(4, path=f)
+
+
+# --- Issue 17: the same passages on every machine, or an error --------------------------------
+
+@pytest.fixture
+def fresh_pools():
+    def clear():
+        for f in (data._sotu, data._recipes, data._topic_pool):
+            f.cache_clear()
+
+    clear()
+    yield
+    clear()
+
+
+@pytest.mark.parametrize("topic,env,what", [("politics", "TOKENDYN_NODE_MODULES", "State of the Union"),
+                                            ("food", "TOKENDYN_ASSETS", "Wikibooks recipes")])
+def test_a_missing_source_raises_instead_of_shrinking_the_pool(fresh_pools, topic, env, what, tmp_path,
+                                                              monkeypatch):
+    full = data.passages(topic, 40, seed=0)
+    monkeypatch.setenv(env, str(tmp_path))  # the source is not there
+    data._sotu.cache_clear(), data._recipes.cache_clear(), data._topic_pool.cache_clear()
+    with pytest.raises(FileNotFoundError, match=f"the '{topic}' passage pool needs this source.*{what}"):
+        data.passages(topic, 40, seed=0)  # before the fix: 886 / 296 passages, different ones
+    with pytest.raises(FileNotFoundError, match="make setup"):
+        data.pool_hash([topic])
+    data.passages("health", 5)  # topics without a second source are unaffected
+    monkeypatch.undo()
+    data._sotu.cache_clear(), data._recipes.cache_clear(), data._topic_pool.cache_clear()
+    assert data.passages(topic, 40, seed=0) == full
+
+
+def test_pool_hash_fingerprints_the_pools(fresh_pools, monkeypatch):
+    h = data.pool_hash()
+    assert len(h) == 16 and h == data.pool_hash(list(data.TOPICS))
+    assert data.pool_hash(["health"]) != data.pool_hash(["sports"]) != h
+    with pytest.raises(ValueError, match="topic='cars'"):
+        data.pool_hash(["cars"])
+    pool = data._topic_pool("health")
+    monkeypatch.setattr(data, "_topic_pool", lambda t: pool[:-1] if t == "health" else ())
+    assert data.pool_hash(["health"]) != h  # one passage fewer is another pool

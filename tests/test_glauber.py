@@ -245,3 +245,97 @@ def test_recorded_coupling_chain_has_the_exact_gibbs_law():
     emp = _empirical(res.trajectory[-1], 3)
     pi = m.gibbs_law(tau)
     assert float(((emp - pi) ** 2 / pi).sum() * N) < 54.05  # chi-square, 26 dof, 99.9%
+
+
+# --- Issue 17: bad input gets a clear error, never a silent wrong result ----------------------
+
+def _tiny_cond():
+    from tokendyn.conditional import MLMConditional
+    from tokendyn.models.tiny import build_tiny
+
+    return MLMConditional(build_tiny("bert", seed=0, pad_vocab=3))
+
+
+def test_step_validates_its_arguments():
+    m = toy.potts_chain(3, 2)
+    st = G.init(torch.zeros(2, 3, dtype=torch.long))
+    g = torch.Generator().manual_seed(0)
+    for tau in (0.0, float("nan"), -1.0, torch.tensor([1.0, float("nan")]), torch.tensor([0.0, 1.0])):
+        with pytest.raises(ValueError, match="tau"):
+            G.step(m, st, g, tau=tau)
+    with pytest.raises(ValueError, match="state.tokens"):
+        G.step(m, G.init(torch.tensor([[0, -1, 0], [0, 0, 0]])), g, tau=1.0)
+    with pytest.raises(ValueError, match="scan"):
+        G.step(m, st, g, tau=1.0, scan="sweep")
+    with pytest.raises(TypeError, match="gen"):
+        G.step(m, st, 0, tau=1.0)
+    # before the fix a nan tau ran and filled the chain with id 0 ([PAD] on BERT)
+    cond = _tiny_cond()
+    x = torch.full((4, 6), 20, dtype=torch.long)
+    with pytest.raises(ValueError, match="tau"):
+        G.step(cond, G.init(x), g, tau=float("nan"))
+    # checked and unchecked steps draw the same chain
+    a = G.step(m, st, torch.Generator().manual_seed(3), tau=0.7)
+    b = G.step(m, st, torch.Generator().manual_seed(3), tau=0.7, check=False)
+    assert torch.equal(a.tokens, b.tokens) and a.t == b.t == 1
+
+
+def test_inverse_cdf_refuses_rows_without_finite_positive_mass():
+    u = torch.full((2,), 0.5, dtype=torch.float64)
+    good = torch.tensor([[0.0, 1.0, 3.0]], dtype=torch.float64)
+    for bad in ([0.0, 0.0, 0.0], [float("nan"), 1.0, 1.0], [float("inf"), 1.0, 0.0]):
+        w = torch.cat([good, torch.tensor([bad], dtype=torch.float64)])
+        with pytest.raises(ValueError, match=r"weights: row\(s\) \[1\]"):
+            G.inverse_cdf(w, u)
+    with pytest.raises(ValueError, match="negative"):
+        G.inverse_cdf(torch.tensor([[2.0, -1.0, 0.5]], dtype=torch.float64), u[:1])
+    with pytest.raises(ValueError, match="u must"):
+        G.inverse_cdf(good, torch.tensor([1.0], dtype=torch.float64))
+    p = G.probabilities(torch.full((1, 3), -math.inf), 1.0)  # every logit -inf: softmax is nan
+    with pytest.raises(ValueError, match="p: row"):
+        G.coupled_draw(p, p, u[:1], u[:1], "maximal")
+
+
+class _NanAt:
+    """A toy model whose conditional at site 2 is nan (a broken model, an fp16 overflow)."""
+
+    def __init__(self, base):
+        self.base, self.vocab_size = base, base.vocab_size
+
+    def site_logits(self, tokens, sites):
+        out = self.base.site_logits(tokens, sites).clone()
+        out[sites == 2] = float("nan")
+        return out
+
+
+def test_loops_refuse_a_model_that_returns_nan_logits():
+    m = _NanAt(toy.potts_chain(4, 3, seed=0))
+    x0 = torch.zeros(3, 4, dtype=torch.long)
+    with pytest.raises(ValueError, match="no finite probability mass"):
+        G.sample(m, x0, steps=20, tau=1.0, seed=0)
+    with pytest.raises(ValueError, match="no finite probability mass"):
+        G.coupling_times(m, x0, x0 + 1, tau=1.0, max_steps=20, seed=0, check_every=5)
+    with pytest.raises(ValueError, match="no finite probability mass"):
+        G.coupling_times(m, x0, x0 + 1, tau=1.0, max_steps=20, seed=0, coupling="crn")
+
+
+def test_states_outside_the_support_are_refused():
+    cond = _tiny_cond()
+    V, tok = cond.vocab_size, cond.tokenizer
+    ok = torch.full((2, 6), 20, dtype=torch.long)
+    for bad_id, shown in ((tok.mask_token_id, "[MASK]"), (tok.cls_token_id, "[CLS]"), (V - 1, str(V - 1))):
+        x = ok.clone()
+        x[1, 3] = bad_id
+        with pytest.raises(ValueError, match=r"x0 holds 1 token id\(s\) outside the model's support") as err:
+            G.sample(cond, x, steps=1, tau=1.0, seed=0)
+        assert shown in str(err.value)
+        # two equal starts holding [MASK] counted as coupled at t=0 before the fix
+        with pytest.raises(ValueError, match="x0 holds"):
+            G.coupling_times(cond, x, x.clone(), tau=1.0, max_steps=5, seed=0)
+        with pytest.raises(ValueError, match="y0 holds"):
+            G.coupling_times(cond, ok, x, tau=1.0, max_steps=5, seed=0)
+        with pytest.raises(ValueError, match="state.tokens holds"):
+            G.step(cond, G.init(x), torch.Generator(), tau=1.0)
+        with pytest.raises(ValueError, match="x0 holds"):
+            G.greedy_fixed_point(cond, x)
+    assert G.coupling_times(cond, ok, ok.clone(), tau=1.0, max_steps=5, seed=0).times.tolist() == [0, 0]

@@ -66,3 +66,44 @@ def test_pca_is_deterministic_and_exact():
     assert r[0] > 0.9 and r.sum() <= 1
     with pytest.raises(ValueError, match="k=4 is out of range"):
         embedding.pca(x, 4)
+
+
+# --- Issue 17: loaders say what is wrong, and leave the process's hub settings alone ----------
+
+def test_load_mlm_tells_a_missing_path_from_a_hub_id(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # load_mlm("") loaded the current folder before the fix
+    for empty in ("", "   "):
+        with pytest.raises(ValueError, match="is empty"):
+            models.load_mlm(empty)
+    for missing in ("./no-such-model", "data/models/no-such-model", str(tmp_path / "gone"), "~/no-such-model"):
+        t = time.perf_counter()
+        with pytest.raises(FileNotFoundError, match="no directory") as err:
+            models.load_mlm(missing)  # before the fix: treated as a hub id
+        assert time.perf_counter() - t < 5 and repr(missing) in str(err.value)
+    (tmp_path / "weights.safetensors").write_bytes(b"x")
+    with pytest.raises(ValueError, match="is a file, not a model directory"):
+        models.load_mlm("weights.safetensors")
+    with pytest.raises(TypeError, match="name must be"):
+        models.load_mlm(3)
+
+
+@pytest.mark.slow
+def test_load_embedder_leaves_hub_offline_mode_alone(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os, socket\n"
+        "def refuse(self, addr):\n"
+        "    raise SystemExit(f'network attempt to {addr}')\n"
+        "socket.socket.connect = refuse\n"
+        "from tokendyn import models\n"
+        "e = models.load_embedder(device='cpu')\n"
+        "import huggingface_hub.constants as c\n"
+        "print(os.environ.get('HF_HUB_OFFLINE'), c.HF_HUB_OFFLINE, e.get_sentence_embedding_dimension())\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    # before the fix: "1 True 384", so a later hub load by an online user failed
+    assert out.stdout.split()[-3:] == ["None", "False", "384"]

@@ -166,3 +166,68 @@ def test_uniform_rectangles_for_models_without_conditionals():
     assert (r.a2 >= 3).all() and (r.b2 >= 3).all() and r.a2.max() < 40
     again = R.draw_rectangles_uniform(40, [0, 1, 2], x, seed=1)
     assert torch.equal(r.a2, again.a2) and torch.equal(r.i, again.i)
+
+
+# --- Issue 17: alternatives and contexts are checked before any forward pass -------------------
+
+class _Counting:
+    """Counts forward passes of the wrapped model (and keeps its support mask)."""
+
+    def __init__(self, cond):
+        self.cond, self.vocab_size, self.unsupported = cond, cond.vocab_size, cond.unsupported
+        self.tokenizer, self.calls = cond.tokenizer, 0
+
+    def site_logits(self, tokens, sites):
+        self.calls += 1
+        return self.cond.site_logits(tokens, sites)
+
+
+def _tiny_counting():
+    return _Counting(MLMConditional(build_tiny("bert", seed=0, pad_vocab=3)))
+
+
+def test_delta_refuses_an_alternative_equal_to_the_current_token():
+    m = toy.incompatible_ising(4, skew=0.5)
+    x = _x(2, 6, 4)
+    i, j = torch.zeros(6, dtype=torch.long), torch.ones(6, dtype=torch.long)
+    rows = torch.arange(6)
+    a_same, b_new = x[rows, i], 1 - x[rows, j]
+    with pytest.raises(ValueError, match=r"a_new must differ from the current token x\[r, i\[r\]\]"):
+        R.delta(m, x, i, j, a_same, b_new)  # returned 0 before the fix
+    with pytest.raises(ValueError, match="b_new must differ"):
+        R.delta(m, x, i, j, 1 - a_same, x[rows, j])
+    assert (R.delta(m, x, i, j, 1 - a_same, b_new) > 0).all()
+
+
+def test_alternatives_outside_the_support_fail_before_the_forward_passes():
+    m = _tiny_counting()
+    tok = m.tokenizer
+    x = content_ids(m.cond, [TEXT, TEXT], 8)
+    r = R.draw_rectangles(m, x, seed=0)
+    m.calls = 0
+    for bad in (tok.mask_token_id, tok.cls_token_id, m.vocab_size - 1):
+        a2 = r.a2.clone()
+        a2[1] = bad
+        with pytest.raises(ValueError, match="a_new holds 1 token id"):
+            R.delta(m, x, r.i, r.j, a2, r.b2)
+        with pytest.raises(ValueError, match="b_new"):
+            R.delta(m, x, r.i, r.j, r.a2, torch.full_like(r.b2, m.vocab_size))
+    assert m.calls == 0  # before the fix the four forward passes ran first
+    with pytest.raises(ValueError, match="a_values holds"):
+        R.arnold_press(m, x, r.i, r.j, torch.full((2, 3), tok.mask_token_id), torch.full((2, 3), 20))
+    with pytest.raises(ValueError, match="distinct"):
+        R.arnold_press(m, x, r.i, r.j, torch.full((2, 3), 20), torch.full((2, 3), 21))
+    assert m.calls == 0
+
+
+def test_a_context_holding_special_tokens_is_refused():
+    m = _tiny_counting()
+    x = content_ids(m.cond, [TEXT, TEXT], 8)
+    x[0, 5] = m.tokenizer.mask_token_id
+    r = R.Rectangles(i=torch.tensor([0, 0]), j=torch.tensor([1, 1]), a2=torch.tensor([20, 20]),
+                     b2=torch.tensor([21, 21]))
+    for call in (lambda: R.delta(m, x, r.i, r.j, r.a2, r.b2), lambda: R.draw_rectangles(m, x),
+                 lambda: R.draw_grid(m, x, r.i, r.j, 3)):
+        with pytest.raises(ValueError, match=r"x holds 1 token id\(s\) outside the model's support .*: 4 \(\[MASK\]\)"):
+            call()
+    assert m.calls == 0

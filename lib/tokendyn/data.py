@@ -2,7 +2,8 @@
 
 ``passages(topic, n, seed)`` stands in for the paper's MS MARCO starting states: real English
 passages for the topics health, sports, food, science and politics (and a few more), chosen
-deterministically. ``corpus(source)`` gives the raw texts the embedded models are trained on.
+deterministically, and the same on every machine: a missing source raises instead of shrinking a
+pool, and :func:`pool_hash` fingerprints the pools for the provenance of results. ``corpus(source)`` gives the raw texts the embedded models are trained on.
 ``msmarco_passages`` is the real MS MARCO loader for online users.
 
 Sources (provenance and licences in ``data/PROVENANCE.md``):
@@ -18,6 +19,7 @@ import hashlib
 import importlib.util
 import json
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -141,17 +143,41 @@ def _topic_pool(topic: str) -> tuple[str, ...]:
         if words and not any(w in hay for w in words):
             continue
         pool.append(r["extract"])
+    # Two pools take extra prose from a second source. A missing source is an error, never a
+    # smaller pool: a smaller pool would hand back different passages for the same seed (politics
+    # 1286 -> 886, food 696 -> 296) and change every result built on them, silently.
     if topic == "politics":  # State of the Union paragraphs add plainly political prose
-        try:
-            pool += [p for doc in _sotu()[-60:] for p in paragraphs(doc)][:400]
-        except FileNotFoundError:
-            pass
+        pool += [p for doc in _required(topic, _sotu)[-60:] for p in paragraphs(doc)][:400]
     if topic == "food":
-        try:
-            pool += list(_recipes()[:400])
-        except FileNotFoundError:
-            pass
+        pool += list(_required(topic, _recipes)[:400])
     return tuple(pool)
+
+
+def _required(topic: str, source) -> tuple[str, ...]:
+    try:
+        return source()
+    except FileNotFoundError as e:
+        raise FileNotFoundError(
+            f"the {topic!r} passage pool needs this source, and it is missing: {e}. Without it "
+            "the pool would be smaller and passages() would return different passages than on "
+            "every other machine, so it refuses instead.") from None
+
+
+def pool_hash(topics: Sequence[str] | None = None) -> str:
+    """A 16-hex-digit SHA-256 of the passage pools of ``topics`` (default: every topic), in order.
+
+    Two machines with the same hash draw the same passages for every seed. Results record it in
+    their provenance, so a result made from a different pool can be told apart.
+    """
+    topics = list(TOPICS if topics is None else topics)
+    h = hashlib.sha256()
+    for topic in topics:
+        check_choice("topic", topic, TOPICS)
+        pool = _topic_pool(topic)
+        h.update(f"{topic}\0{len(pool)}\0".encode())
+        for text in pool:
+            h.update(text.encode("utf-8") + b"\0")
+    return h.hexdigest()[:16]
 
 
 def passages(topic: str, n: int = 40, seed: int = 0) -> list[str]:

