@@ -3,9 +3,10 @@
 import json
 
 import nbformat
+import pandas as pd
 import pytest
 
-from tokendyn import sweep
+from tokendyn import cli, sweep
 
 
 def _chapter(path):
@@ -51,3 +52,100 @@ def test_chapter_parameters_reads_the_parameters_cell(tmp_path):
     rows = sweep.chapter_parameters(tmp_path / "c.ipynb")
     assert rows == [{"name": "n_chains", "default": "64", "help": "chains (GPU: 4096)"},
                     {"name": "tau", "default": "1.0", "help": ""}]
+
+
+# --- Issue 17: the sweep command line -----------------------------------------------------------
+
+def test_grid_values_parse_like_the_command_line_means_them():
+    assert sweep.parse_axis("tau=0.5,1,2") == ("tau", [0.5, 1, 2])
+    assert sweep.parse_axis("ns=[8,16],[32]") == ("ns", [[8, 16], [32]])
+    assert sweep.parse_axis('topic=science,"a,b",None,true') == ("topic", ["science", "a,b", None, True])
+    assert sweep.parse_grid(["tau=0.5,1", "n=8"]) == {"tau": [0.5, 1], "n": [8]}
+    assert sweep.parse_params(["mlm_names=['a', 'b']", "x=1e3"]) == {"mlm_names": ["a", "b"], "x": 1000.0}
+    for bad, msg in (("tau", "NAME=V1,V2"), ("tau=", "empty value"), ("tau=1,,2", "empty value"),
+                     ("2x=1", "not a parameter name")):
+        with pytest.raises(ValueError, match=msg):
+            sweep.parse_axis(bad)
+    with pytest.raises(ValueError, match="given twice"):
+        sweep.parse_grid(["tau=1", "tau=2"])
+
+
+def test_each_ray_point_asks_for_a_gpu_when_the_cluster_has_one():
+    assert sweep.task_resources({"CPU": 16.0, "GPU": 1.0}) == {"num_gpus": 1}
+    assert sweep.task_resources({"CPU": 2.0}) == {"num_cpus": 1}
+    assert sweep.task_resources({"CPU": 2.0, "GPU": 8.0}, num_gpus=0.5) == {"num_gpus": 0.5}
+    assert sweep.task_resources({"CPU": 2.0, "GPU": 8.0}, num_gpus=0) == {"num_cpus": 1}
+
+
+def test_command_line_errors_come_before_any_run(tmp_path, capsys):
+    nb = _chapter(tmp_path / "99_toy.ipynb")
+    out = tmp_path / "out"
+    cases = [(["--grid", "tau=1,2"], "'tau' is not a parameter of 99_toy.ipynb: its parameters cell sets x, seed"),
+             (["--grid", "x=1", "-p", "x=2"], "both a grid axis and a fixed parameter"),
+             (["--grid", "x=1", "--address", "auto"], "need --backend ray"),
+             ([], "at least one --grid"),
+             (["--grid", "x"], "NAME=V1,V2")]
+    for extra, msg in cases:
+        assert cli.main(["sweep", str(nb), "--out", str(out), *extra]) == 2
+        assert msg in capsys.readouterr().err
+    assert cli.main(["sweep", str(tmp_path / "nope.ipynb"), "--grid", "x=1"]) == 2
+    assert "neither a notebook file nor a chapter" in capsys.readouterr().err
+    assert not out.exists()  # nothing ran, nothing was written
+    with pytest.raises(SystemExit):
+        cli.main(["sweep", str(nb), "--grid", "x=1", "--backend", "dask"])
+
+
+def test_point_keys_follow_the_chapters_code_not_its_outputs(tmp_path, capsys):
+    nb_path = _chapter(tmp_path / "99_toy.ipynb")
+    before = sweep.point_dir(nb_path, {"x": 1}, tmp_path)
+    nb = nbformat.read(nb_path, as_version=4)
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="re-executed\n")]
+    nb.cells[1].execution_count = 7
+    nbformat.write(nb, nb_path)
+    assert sweep.point_dir(nb_path, {"x": 1}, tmp_path) == before  # executing in place keeps keys
+    nb.cells[1].source += "\n# edited"
+    nbformat.write(nb, nb_path)
+    assert sweep.point_dir(nb_path, {"x": 1}, tmp_path) != before  # editing the code does not
+    assert cli.main(["sweep", str(nb_path), "--grid", "x=1,2", "-p", "seed=3", "--out", str(tmp_path / "o"),
+                     "--dry-run"]) == 0
+    shown = capsys.readouterr().out
+    assert "2 points" in shown and "99_toy-" in shown and "False" in shown
+
+
+def test_gather_reads_finished_points_and_writes_one_table(tmp_path):
+    nb = _chapter(tmp_path / "99_toy.ipynb")
+    out = tmp_path / "out"
+    pts = sweep.grid(x=[1, 2, 3])
+    for p in pts[:2]:  # as run_one leaves them: results JSON, then the done marker
+        d = sweep.point_dir(nb, p, out)
+        d.mkdir(parents=True)
+        (d / "99_toy.json").write_text(json.dumps({
+            "chapter": "99_toy", "metrics": {"y": p["x"] ** 2, "T": "inf", "fit": {"C": 1.5, "ns": [8, 16]}},
+            "provenance": {"params": p, "seed": 0, "models": ["a", "b"], "tokendyn_version": "0.1.0"}}))
+        (d / "done").write_text("ok\n")
+    table = sweep.gather(nb, pts, out)
+    assert table["status"].tolist() == ["done", "done", "missing"]
+    assert table["y"].tolist()[:2] == [1, 4] and table["T"].tolist()[:2] == [float("inf")] * 2
+    assert table["fit.C"].tolist()[:2] == [1.5, 1.5] and table["fit.ns"][0] == "[8, 16]"
+    assert table["provenance.models"][0] == "a, b" and "provenance.params" not in table
+    for fmt in ("parquet", "csv"):
+        path = sweep.write_table(table, out / "t", fmt)
+        back = pd.read_parquet(path) if fmt == "parquet" else pd.read_csv(path)
+        assert back["x"].tolist() == [1, 2, 3] and path.suffix == f".{fmt}"
+
+
+@pytest.mark.slow
+def test_local_sweep_keeps_going_past_a_failed_point_and_retries_it(tmp_path, capsys):
+    nb = _chapter(tmp_path / "99_toy.ipynb")
+    out = tmp_path / "out"
+    # x=0 fails inside the chapter; the other point finishes and is kept
+    nbf = nbformat.read(nb, as_version=4)
+    nbf.cells[1].source = "assert x != 0, 'x must not be 0'\n" + nbf.cells[1].source
+    nbformat.write(nbf, nb)
+    code = cli.main(["sweep", str(nb), "--grid", "x=0,3", "--out", str(out), "--format", "csv", "--no-progress"])
+    shown = capsys.readouterr().out
+    assert code == 1 and "2 points: 1 ran, 0 already done, 1 failed" in shown and "x must not be 0" in shown
+    table = pd.read_csv(out / "99_toy-table.csv")
+    assert table["status"].tolist() == ["missing", "done"] and table["y"].tolist()[1] == 9
+    res = sweep.run_sweep(nb, {"x": [0, 3]}, out=out, progress=False)  # the failed one is retried
+    assert res.skipped == [table["point"][1]] and list(res.failed) == [table["point"][0]]
