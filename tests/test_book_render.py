@@ -1,5 +1,6 @@
-"""The built book renders offline in a real browser: charts draw marks and respond, formulas are
-typeset, and no request leaves the machine.
+"""The built book renders offline in a real browser, opened from disk (file://) and served over
+http: charts draw marks and respond, formulas are typeset with their fonts, no script or console
+error shows, and no request leaves the machine.
 
 Needs `make book` first and Debian's chromium; `make test` does both and sets
 TOKENDYN_REQUIRE_BOOK=1 so that a missing book fails instead of skipping.
@@ -11,18 +12,25 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 REQUIRED = os.environ.get("TOKENDYN_REQUIRE_BOOK") == "1"
+# How a reader opens the book: from disk, or from any web server (`make serve`).
+MODES = ("file", "http")
+CHART_MARKS = ("svg g.mark-symbol path, svg g.mark-line path, svg g.mark-rect path,"
+               " svg g.mark-area path, svg g.mark-rule line, svg g.mark-text text,"
+               " svg g.mark-point path, svg g.mark-tick line, svg g.mark-arc path")
 
 pytestmark = pytest.mark.browser
 
@@ -34,21 +42,41 @@ def _need(cond: bool, why: str) -> None:
         pytest.skip(why)
 
 
+def _toc_files() -> list[str]:
+    """Every document _toc.yml lists (root first), as paths without suffix."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            if "file" in e:
+                files.append(e["file"])
+            walk(e.get("sections"))
+
+    for part in toc.get("parts", [{"chapters": toc.get("chapters")}]):
+        walk(part.get("chapters"))
+    return files
+
+
 def _pages() -> list[Path]:
-    """Every page the table of contents builds: the root and each chapter."""
-    pages = [HTML / "book" / "intro.html"]
-    pages += sorted((HTML / "book").glob("[0-9][0-9]_*.html")) + sorted((HTML / "book").glob("appendix_*.html"))
-    return [p for p in pages if p.is_file()]
+    return [HTML / f"{f}.html" for f in _toc_files()]
 
 
 @pytest.fixture(scope="module")
-def server():
+def built():
     _need((HTML / "index.html").is_file(), f"no built book at {HTML}: run `make book`")
+    missing = [p.relative_to(HTML).as_posix() for p in _pages() if not p.is_file()]
+    _need(not missing, f"pages in _toc.yml that were not built: {missing}: run `make book`")
+    return HTML
+
+
+@pytest.fixture(scope="module")
+def server(built):
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):  # keep the test log readable
             pass
 
-    handler = functools.partial(Quiet, directory=str(HTML))
+    handler = functools.partial(Quiet, directory=str(built))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -69,65 +97,118 @@ def browser():
         b.close()
 
 
-def _open(browser, server: str, page_path: Path):
-    """Open one page with every non-local request recorded and refused; return (page, outside)."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = ctx.new_page()
-    outside: list[str] = []
-    local = urlparse(server).netloc
+class Visit:
+    """One page opened in a fresh browser context, with everything that went wrong recorded."""
 
-    def route(r):
-        u = urlparse(r.request.url)
-        if u.scheme in ("data", "blob") or u.netloc == local:
-            return r.continue_()
-        outside.append(r.request.url)
-        return r.abort()
+    def __init__(self, browser, request, mode: str, page_path: Path):
+        if mode == "file":
+            url = page_path.as_uri()
+            home = ("file", "")
+        else:
+            base = request.getfixturevalue("server")
+            url = f"{base}/{page_path.relative_to(HTML).as_posix()}"
+            home = ("http", urlparse(base).netloc)
+        self.ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.ctx.new_page()
+        self.outside: list[str] = []   # requests that would have left the machine
+        self.errors: list[str] = []    # page errors, console errors, failed or 4xx/5xx loads
+        self.warnings: list[str] = []  # console warnings, reported in failure messages
 
-    page.route("**/*", route)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    # A script or font the book should serve itself but does not (a 404) is an error too.
-    page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
-    url = f"{server}/{page_path.relative_to(HTML).as_posix()}"
-    page.goto(url, wait_until="load")
-    return ctx, page, outside, errors
+        def stays(u: str) -> bool:
+            p = urlparse(u)
+            return p.scheme in ("data", "blob", "about") or (p.scheme, p.netloc) == home
 
+        def on_request(r):
+            if not stays(r.url):
+                self.outside.append(r.url)
 
-def _wait_rendered(page) -> None:
-    if page.locator(".tokendyn-vega").count():
+        def route(r):
+            return r.continue_() if stays(r.request.url) else r.abort()
+
+        def on_console(m):
+            if m.type == "error":
+                self.errors.append(f"console: {m.text}")
+            elif m.type == "warning":
+                self.warnings.append(m.text)
+
+        def on_failed(r):
+            if stays(r.url):  # refused outside requests are already in self.outside
+                self.errors.append(f"failed {r.url}: {r.failure}")
+
+        self.page.on("request", on_request)
+        self.page.route("**/*", route)
+        self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+        self.page.on("console", on_console)
+        self.page.on("requestfailed", on_failed)
+        # A script or font the book should serve itself but does not (a 404) is an error too.
+        self.page.on("response", lambda r: self.errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+        self.page.goto(url, wait_until="load")
+
+    def wait_rendered(self) -> None:
+        page = self.page
         page.wait_for_function("document.documentElement.dataset.tokendynCharts === 'done'", timeout=60_000)
-    if page.locator(".math").count():
-        page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise"
-                               " && document.querySelectorAll('mjx-container').length > 0", timeout=60_000)
-        page.evaluate("MathJax.startup.promise")
+        if page.locator(".math").count():
+            page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise"
+                                   " && document.querySelectorAll('mjx-container').length > 0", timeout=60_000)
+            page.evaluate("MathJax.startup.promise")
+        page.evaluate("document.fonts.ready.then(() => null)")
+
+    def close(self) -> None:
+        self.ctx.close()
 
 
-@pytest.mark.parametrize("name", [p.name for p in _pages()] or ["(no pages built)"])
-def test_page_renders_offline(server, browser, name):
-    paths = [p for p in _pages() if p.name == name]
-    _need(bool(paths), "no chapter pages were built")
-    ctx, page, outside, errors = _open(browser, server, paths[0])
+def _head_scripts(page_path: Path) -> list[str]:
+    head = page_path.read_text(encoding="utf-8").split("</head>", 1)[0]
+    return [Path(urlparse(s).path).name for s in re.findall(r'<script[^>]*\ssrc="([^"]+)"', head)]
+
+
+def test_head_loads_classic_vega_before_require(built):
+    """Vega, Vega-Lite and vega-embed load as classic scripts (module scripts are refused from
+    file://), in order, and before require.js: a UMD build that sees require.js's define.amd
+    registers as an AMD module and never sets window.vega."""
+    want = ["vega.min.js", "vega-lite.min.js", "vega-embed.min.js", "tokendyn-charts.js"]
+    for page_path in _pages():
+        text = page_path.read_text(encoding="utf-8")
+        assert 'type="module"' not in text, f"{page_path.name}: a module script cannot load from file://"
+        names = _head_scripts(page_path)
+        at = [names.index(n) for n in want if n in names]
+        assert len(at) == len(want) and at == sorted(at), f"{page_path.name}: scripts out of order: {names}"
+        if "require.js" in names:
+            assert names.index("require.js") > at[-1], f"{page_path.name}: require.js before vega: {names}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("doc", _toc_files())
+def test_page_renders_offline(built, browser, request, mode, doc):
+    page_path = HTML / f"{doc}.html"
+    name = page_path.name
+    visit = Visit(browser, request, mode, page_path)
+    page = visit.page
     try:
-        _wait_rendered(page)
+        visit.wait_rendered()
         charts = page.locator(".tokendyn-vega")
         for i in range(charts.count()):
             chart = charts.nth(i)
-            assert chart.get_attribute("data-rendered") == "true", f"chart {i} on {name} did not draw"
-            marks = chart.locator("svg g.mark-symbol path, svg g.mark-line path, svg g.mark-rect path,"
-                                  " svg g.mark-area path, svg g.mark-rule line, svg g.mark-text text,"
-                                  " svg g.mark-point path, svg g.mark-tick line, svg g.mark-arc path")
-            assert marks.count() > 0, f"chart {i} on {name} has no drawn marks"
+            state = chart.get_attribute("data-rendered")
+            assert state == "true", f"{mode}: chart {i} on {name} did not draw ({state}): {chart.inner_text()[:200]}"
+            assert chart.locator(CHART_MARKS).count() > 0, f"{mode}: chart {i} on {name} has no drawn marks"
         n_math = page.locator(".math").count()
         if n_math:
             typeset = page.locator(".math mjx-container").count()
-            assert typeset >= n_math, f"{name}: {typeset} of {n_math} formulas typeset"
-            assert page.locator("mjx-merror").count() == 0, f"{name}: a formula failed to typeset"
+            assert typeset >= n_math, f"{mode}: {name}: {typeset} of {n_math} formulas typeset"
+            assert page.locator("mjx-merror").count() == 0, f"{mode}: {name}: a formula failed to typeset"
+        fonts = page.evaluate("[...document.fonts].map(f => [f.family, f.status])")
+        broken = [f for f, s in fonts if s == "error"]
+        assert not broken, f"{mode}: {name}: fonts that did not load: {broken}"
+        if n_math:
+            assert any(f.startswith("MJXTEX") and s == "loaded" for f, s in fonts), \
+                f"{mode}: {name}: MathJax's fonts did not load: {fonts}"
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"{paths[0].stem}.png"), full_page=True)
-        assert not errors, f"{name}: script errors {errors}"
-        assert not outside, f"{name}: requests left the machine: {outside}"
+        page.screenshot(path=str(SHOTS / f"{page_path.stem}.{mode}.png"), full_page=True)
+        assert not visit.outside, f"{mode}: {name}: requests left the machine: {visit.outside}"
+        assert not visit.errors, f"{mode}: {name}: errors {visit.errors} (warnings {visit.warnings})"
     finally:
-        ctx.close()
+        visit.close()
 
 
 def _interactive_charts(page) -> list[int]:
@@ -142,13 +223,15 @@ def _interactive_charts(page) -> list[int]:
     return idx
 
 
-def test_interactive_charts_respond(server, browser):
+@pytest.mark.parametrize("mode", MODES)
+def test_interactive_charts_respond(built, browser, request, mode):
     """Several interactive charts on the getting-started page render and zoom under the mouse wheel."""
     pages = [p for p in _pages() if p.name.startswith("00_")]
-    _need(bool(pages), "the getting-started page was not built")
-    ctx, page, outside, _ = _open(browser, server, pages[0])
+    _need(bool(pages), "the getting-started page is not in the table of contents")
+    visit = Visit(browser, request, mode, pages[0])
+    page = visit.page
     try:
-        _wait_rendered(page)
+        visit.wait_rendered()
         idx = _interactive_charts(page)
         assert len(idx) >= 2, f"expected several zoomable charts, found {len(idx)}"
         for i in idx:
@@ -160,7 +243,79 @@ def test_interactive_charts_respond(server, browser):
             page.mouse.wheel(0, -400)
             page.wait_for_timeout(300)
             after = page.evaluate(f"window.tokendynViews[{i}].scale('x').domain()")
-            assert after != before, f"chart {i} did not respond to the wheel: {before} -> {after}"
-        assert not outside, f"requests left the machine: {outside}"
+            assert after != before, f"{mode}: chart {i} did not respond to the wheel: {before} -> {after}"
+        assert not visit.outside, f"{mode}: requests left the machine: {visit.outside}"
+        assert not visit.errors, f"{mode}: errors {visit.errors}"
     finally:
-        ctx.close()
+        visit.close()
+
+
+# TeX left in the prose: text outside code and outside MathJax's output that still holds "$$" or
+# a TeX command. It means a formula never reached MathJax (broken $ pairing in the source, or a
+# Markdown output rendered as CommonMark), which the typeset count above cannot see.
+RAW_TEX = r"""() => {
+  const skip = 'pre, code, script, style, textarea, .math, mjx-container, .highlight, .tokendyn-vega';
+  const found = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!n.parentElement.closest(skip) && /\$\$|\\[A-Za-z]{2,}/.test(n.textContent)) {
+      found.push(n.textContent.trim().replace(/\s+/g, ' ').slice(0, 100));
+    }
+  }
+  return found; }"""
+
+# Printed output must wrap inside the text column, wide HTML output scroll inside its own box.
+SPILL = """() => {
+  const bad = [];
+  for (const pre of document.querySelectorAll('div.cell_output pre')) {
+    if (pre.scrollWidth > pre.clientWidth + 1) bad.push('pre: ' + pre.textContent.slice(0, 60));
+  }
+  for (const el of document.querySelectorAll('div.cell_output div.output.text_html')) {
+    const box = el.closest('div.cell_output').getBoundingClientRect();
+    if (el.getBoundingClientRect().right > box.right + 1) bad.push('html: ' + el.textContent.slice(0, 60));
+    if (getComputedStyle(el).overflowX !== 'auto') bad.push('html output does not scroll: ' + el.textContent.slice(0, 60));
+  }
+  return bad; }"""
+
+
+@pytest.mark.parametrize("doc", _toc_files())
+def test_page_text(built, browser, request, doc):
+    """Every formula in the prose reached MathJax, and no cell output runs past the column."""
+    page_path = HTML / f"{doc}.html"
+    visit = Visit(browser, request, "file", page_path)
+    try:
+        visit.wait_rendered()
+        spill = visit.page.evaluate(SPILL)
+        assert not spill, f"{page_path.name}: output runs past the column: {spill[:5]}"
+        raw = visit.page.evaluate(RAW_TEX)
+        assert not raw, f"{page_path.name}: TeX left untypeset in the text: {raw[:5]}"
+    finally:
+        visit.close()
+
+
+def test_scoreboard_lists_every_claim_and_chapters_open_with_theirs(built, browser, request):
+    """The scoreboard holds all sixteen claims, each chapter page opens with its claims table, and
+    every chart is a numbered, captioned figure."""
+    visit = Visit(browser, request, "file", HTML / "book" / "scoreboard.html")
+    try:
+        ids = visit.page.eval_on_selector_all("table.tokendyn-claims tbody tr td:first-child",
+                                              "tds => tds.map(t => t.textContent.trim())")
+        assert set(ids) == {str(k) for k in range(1, 17)}, f"scoreboard claim ids: {sorted(set(ids))}"
+        verdicts = visit.page.eval_on_selector_all("table.tokendyn-claims tbody tr td:last-child",
+                                                   "tds => tds.map(t => t.textContent.trim())")
+        measured = [v for v in verdicts if v != "not yet measured"]
+        assert measured, "no chapter's results reached the scoreboard"
+    finally:
+        visit.close()
+    for doc in [d for d in _toc_files() if Path(d).name[:2].isdigit()]:
+        visit = Visit(browser, request, "file", HTML / f"{doc}.html")
+        try:
+            assert visit.page.locator("#claims-at-a-glance table.tokendyn-claims").count() == 1, \
+                f"{doc}: no claims-at-a-glance table"
+            charts = visit.page.locator(".tokendyn-vega").count()
+            captions = visit.page.eval_on_selector_all(
+                "figure.tokendyn-figure figcaption", "fs => fs.map(f => f.textContent.trim())")
+            assert len(captions) == charts, f"{doc}: {charts} charts but {len(captions)} figure captions"
+            assert all(c.startswith("Figure ") and len(c) > 40 for c in captions), f"{doc}: {captions}"
+        finally:
+            visit.close()

@@ -2,15 +2,21 @@
 packages at build time, so charts, widgets and formulas render with no network.
 
 On ``config-inited`` (before Sphinx drops static paths that do not exist yet) it fills ``_build/book-assets/`` (copied into ``_build/html/_static/``):
-- ``vega-bundle.js``: Vega, Vega-Lite and vega-embed from ``vl_convert.javascript_bundle()``;
+- ``vega.min.js``, ``vega-lite.min.js``, ``vega-embed.min.js``: the UMD builds of npm ``vega``,
+  ``vega-lite`` and ``vega-embed``. Classic scripts, not ES modules: Chromium refuses module scripts
+  on pages opened from disk (file://). ``_config.yml`` loads them before require.js (priority
+  below 500), since a UMD build that finds require.js's ``define.amd`` registers as an AMD module
+  instead of setting ``window.vega``;
 - ``mathjax/``: MathJax 3 from npm ``mathjax``;
 - ``require.js`` and ``@jupyter-widgets/html-manager/dist/``: RequireJS and the Jupyter widget
   manager from npm;
-- ``tokendyn-charts.js``: our chart loader (``book/assets``).
+- ``tokendyn-charts.js`` and ``tokendyn.css``: our chart loader and styles (``book/assets``).
 It also drops sphinx-thebe's scripts: thebe is off in this book, and sphinx-thebe 0.3 declares
-its ``const`` twice under Sphinx 7.4, which is a script error on every page.
+its ``const`` twice under Sphinx 7.4, which is a script error on every page. For the same reason
+(a console error on every page) it gives the theme a ``default_mode`` (see :func:`_config_inited`).
 On ``build-finished`` it puts the widget manager's font files beside every folder of pages as
-well (see :func:`_widget_fonts`).
+well (see :func:`_widget_fonts`). ``tokendyn-mathjax-hub.js`` (``book/assets``) lets that
+widget manager, written for MathJax 2, typeset its labels with the MathJax 3 served here.
 Nothing gathered here is committed; a build rebuilds only what is missing or stale.
 """
 
@@ -36,37 +42,58 @@ def _copy_tree(src: Path, dst: Path) -> None:
     stamp.write_text(key)
 
 
+# npm packages whose UMD build ``build/<name>.min.js`` is served as ``_static/<name>.min.js``.
+VEGA_UMD = ("vega", "vega-lite", "vega-embed")
+# Left in _build/book-assets by earlier builds (the vl-convert ES-module bundle); Sphinx would
+# still copy them into every build's _static.
+STALE = ("vega-bundle.js", "vega-bundle.version")
+
+
+def _copy_file(src: Path, dst: Path) -> None:
+    if not src.is_file():
+        raise FileNotFoundError(f"missing {src}: run `make setup` (npm ci in js/)")
+    if not dst.is_file() or dst.read_bytes() != src.read_bytes():
+        shutil.copyfile(src, dst)
+
+
 def gather() -> Path:
     """Fill ``_build/book-assets`` and return it."""
-    import vl_convert
-
     OUT.mkdir(parents=True, exist_ok=True)
-    bundle, version = OUT / "vega-bundle.js", OUT / "vega-bundle.version"
-    want = f"vl-convert {vl_convert.__version__}"
-    if not bundle.is_file() or not version.is_file() or version.read_text() != want:
-        bundle.write_text(vl_convert.javascript_bundle())
-        version.write_text(want)
+    for name in STALE:
+        (OUT / name).unlink(missing_ok=True)
+    for package in VEGA_UMD:
+        _copy_file(NODE / package / "build" / f"{package}.min.js", OUT / f"{package}.min.js")
     _copy_tree(NODE / "mathjax" / "es5", OUT / "mathjax")
     # Kept at its npm path: embed-amd.js asks for its fonts at <cdn>/@jupyter-widgets/html-manager/dist/.
     _copy_tree(NODE / "@jupyter-widgets" / "html-manager" / "dist", OUT / "@jupyter-widgets" / "html-manager" / "dist")
-    shutil.copyfile(NODE / "requirejs" / "require.js", OUT / "require.js")
-    for js in (ROOT / "book" / "assets").glob("*.js"):
-        shutil.copyfile(js, OUT / js.name)
+    _copy_file(NODE / "requirejs" / "require.js", OUT / "require.js")
+    for asset in sorted((ROOT / "book" / "assets").glob("*")):
+        if asset.suffix in {".js", ".css"}:
+            _copy_file(asset, OUT / asset.name)
     return OUT
 
 
 def _config_inited(app, config) -> None:
     gather()
+    # pydata-sphinx-theme reads the colour mode from localStorage or else from html_context's
+    # default_mode; with neither (a first visit, and every page opened from disk in a fresh
+    # profile) it logs "Got invalid theme mode: ." as a console error. "auto" follows the system.
+    config.html_context.setdefault("default_mode", "auto")
 
 
 WIDGET_DIST = Path("@jupyter-widgets") / "html-manager" / "dist"
+# Where embed-amd.js's modules look for their fonts, relative to the page (see _widget_fonts).
+WIDGET_FONT_DIRS = (Path("@jupyter-widgets"), WIDGET_DIST)
 
 
 def _widget_fonts(app, exception) -> None:
-    """Copy the widget manager's fonts to ``<page folder>/@jupyter-widgets/html-manager/dist/``.
+    """Copy the widget manager's fonts to ``<page folder>/@jupyter-widgets/`` and
+    ``<page folder>/@jupyter-widgets/html-manager/dist/``.
 
-    embed-amd.js sets webpack's public path from the require.js URI of its bundled module, which
-    require.js resolves against the *page*, not the script: a page in ``book/`` asks for
+    Each AMD module in embed-amd.js sets webpack's public path from its require.js module URI,
+    which require.js resolves against the *page*, not the script: on a page in ``book/``,
+    ``@jupyter-widgets/controls`` asks for ``book/@jupyter-widgets/<hash>.woff2`` and
+    ``@jupyter-widgets/html-manager/dist/libembed-amd`` for
     ``book/@jupyter-widgets/html-manager/dist/<hash>.woff2``. Only the fonts (about 1 MB) go
     there; the scripts stay in ``_static``.
     """
@@ -78,11 +105,12 @@ def _widget_fonts(app, exception) -> None:
     page_dirs = {p.parent for p in out.rglob("*.html")
                  if "_static" not in p.relative_to(out).parts and "_sources" not in p.relative_to(out).parts}
     for d in page_dirs:
-        dst = d / WIDGET_DIST
-        dst.mkdir(parents=True, exist_ok=True)
-        for f in fonts:
-            if not (dst / f.name).is_file():
-                shutil.copyfile(f, dst / f.name)
+        for sub in WIDGET_FONT_DIRS:
+            dst = d / sub
+            dst.mkdir(parents=True, exist_ok=True)
+            for f in fonts:
+                if not (dst / f.name).is_file():
+                    shutil.copyfile(f, dst / f.name)
 
 
 def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
