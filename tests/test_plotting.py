@@ -17,8 +17,28 @@ def test_renderer_embeds_spec_for_the_book_loader():
         bundle = bundle[0]
     html = bundle["text/html"]
     assert 'class="tokendyn-vega"' in html and "cdn" not in html.lower()
-    payload = re.search(r'<script type="application/json">(.*)</script></div>$', html, re.S).group(1)
+    payload = re.search(r'<script type="application/json">(.*?)</script></div><figcaption>', html, re.S).group(1)
     assert "</script>" not in payload  # would close the element early
     spec = json.loads(payload.replace("<\\/", "</"))
     assert spec["title"] == "T" and spec["mark"]["type"] == "point"
     assert any(k.startswith("application/vnd.vegalite") for k in bundle)
+
+
+def _html(chart):
+    bundle = chart._repr_mimebundle_()
+    return (bundle[0] if isinstance(bundle, tuple) else bundle)
+
+
+def test_figures_are_numbered_per_chapter_and_carry_their_caption():
+    tp.setup()
+    tp.number_figures(3)
+    chart = alt.Chart(pd.DataFrame({"x": [1]}), title="T").mark_point().encode(x="x")
+    tp.caption("Coupling **survival** <against> the exact law.")
+    first = _html(chart)
+    second = _html(chart)
+    assert "<strong>Figure 3.1.</strong> Coupling <strong>survival</strong> &lt;against&gt; the exact law." in first["text/html"]
+    assert first["text/plain"].startswith("Figure 3.1. Coupling")
+    # the caption is used once; an uncaptioned chart falls back to its title, numbered on
+    assert "<strong>Figure 3.2.</strong> T" in second["text/html"]
+    tp.number_figures(4)
+    assert "Figure 4.1." in _html(chart)["text/plain"]

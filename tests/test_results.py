@@ -20,6 +20,9 @@ def test_save_records_numbers_and_provenance(tmp_path, monkeypatch):
     prov = rec["provenance"]
     assert prov["params"] == {"tau": 1.5} and prov["seed"] == 7 and prov["models"] == ["toy"]
     assert prov["tokendyn_version"] == tokendyn.__version__
+    from tokendyn import data
+    assert prov["passage_pool_hash"] == data.pool_hash() and len(prov["passage_pool_hash"]) == 16
+    assert prov["dtype"] == "float32" and prov["threads"] >= 1
     assert results.load("99_demo") == rec
 
 

@@ -42,3 +42,22 @@ def pca(x: torch.Tensor, k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
     comps = comps * signs
     ratio = (s[:k] ** 2) / (s**2).sum()
     return (xc @ comps.T).float(), ratio.float()
+
+
+def topic_separation(emb: torch.Tensor, labels: Sequence[str]) -> torch.Tensor:
+    """Per item: mean cosine to the other items of its label minus mean cosine to other labels.
+
+    ``emb`` [N, d], ``labels`` N strings (each label at least twice) -> [N] float64. Positive values
+    mean an item sits closer to its own topic; a bootstrap over items gives the interval.
+    """
+    if emb.ndim != 2 or emb.shape[0] != len(labels):
+        raise ValueError(f"emb must be [N, d] with N = len(labels) = {len(labels)}, got {tuple(emb.shape)}")
+    lab = list(labels)
+    same = torch.tensor([[a == b for b in lab] for a in lab])
+    off = ~torch.eye(len(lab), dtype=torch.bool)
+    if bool(((same & off).sum(1) == 0).any()) or bool(same.all()):
+        raise ValueError("labels: every label needs at least two items, and there must be two labels")
+    c = cosine_matrix(emb).double()
+    within = (c * (same & off)).sum(1) / (same & off).sum(1)
+    across = (c * ~same).sum(1) / (~same).sum(1)
+    return within - across

@@ -157,6 +157,22 @@ def crossing(taus: Tensor, values: Tensor, level: float = 1.0) -> float:
     return math.nan
 
 
+def crossing_bracket(taus: Sequence[float] | Tensor, values: Tensor, level: float = 1.0) -> tuple[float, float]:
+    """The two grid temperatures between which ``values`` last falls through ``level``.
+
+    ``(0, taus[0])`` when already below at the first point, ``(taus[-1], inf)`` when never below:
+    the resolution of the grid is the honest interval on a crossing read off it.
+    """
+    t = [float(v) for v in taus]
+    above = (torch.as_tensor(values) >= level).tolist()
+    if not above[-1]:
+        for k in range(len(above) - 1, 0, -1):
+            if above[k - 1]:
+                return t[k - 1], t[k]
+        return 0.0, t[0]
+    return t[-1], math.inf
+
+
 def all_site_logits(model: ConditionalModel, x: Tensor) -> Tensor:
     """Masked logits at every site: x ``[B, n]`` -> ``[B, n, V]`` (``B n`` evaluations)."""
     b, n = x.shape

@@ -1,9 +1,10 @@
 """Plotting helpers: altair charts that render offline, in the built book and in Jupyter.
 
-``setup()`` registers the ``tokendyn`` altair renderer. A chart then displays as a small HTML
-element holding its Vega-Lite spec as JSON; the book serves Vega, Vega-Lite and vega-embed itself
-(``book/assets/tokendyn-charts.js`` plus the bundle from ``vl-convert-python``, copied at build
-time), so no page fetches anything from a CDN. The same output also carries the Vega-Lite
+``setup()`` registers the ``tokendyn`` altair renderer. A chart then displays as a numbered figure
+(``Figure <chapter>.<k>``) with the caption set just before it by :func:`caption`, holding its
+Vega-Lite spec as JSON; the book serves Vega, Vega-Lite and vega-embed itself (their UMD builds
+from npm, loaded as classic scripts so that pages opened from disk draw them, and
+``book/assets/tokendyn-charts.js``, copied at build time), so no page fetches anything from a CDN. The same output also carries the Vega-Lite
 mimetype, which Jupyter front ends render natively.
 """
 
@@ -18,6 +19,9 @@ import altair as alt
 RENDERER = "tokendyn"
 CHART_CLASS = "tokendyn-vega"
 _counter = 0
+_chapter = ""      # figure numbers read "Figure <chapter>.<k>"
+_figure = 0
+_caption: str | None = None
 
 
 def _mimetype() -> str:
@@ -25,23 +29,48 @@ def _mimetype() -> str:
     return f"application/vnd.vegalite.v{major}+json"
 
 
+def caption(text: str) -> None:
+    """Caption for the next chart displayed: say what the figure tests. Plain text, ``**bold**`` kept."""
+    global _caption
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("caption text must be a non-empty string")
+    _caption = text.strip()
+
+
+def number_figures(chapter: str | int) -> None:
+    """Restart figure numbering for a chapter: its charts become Figure <chapter>.1, .2, ..."""
+    global _chapter, _figure, _caption
+    _chapter, _figure, _caption = str(chapter), 0, None
+
+
+def _caption_html(text: str) -> str:
+    parts = html.escape(text).split("**")
+    return "".join(f"<strong>{p}</strong>" if k % 2 else p for k, p in enumerate(parts))
+
+
 def render_spec(spec: dict[str, Any], **_: Any) -> dict[str, Any]:
-    """Altair renderer: a Vega-Lite spec -> a mimebundle with book HTML and the Vega-Lite type."""
-    global _counter
+    """Altair renderer: a Vega-Lite spec -> a numbered figure (book HTML) plus the Vega-Lite type."""
+    global _counter, _figure, _caption
     _counter += 1
+    _figure += 1
+    number = f"{_chapter}.{_figure}" if _chapter else str(_figure)
+    text, _caption = _caption, None
     payload = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     # "</" inside the JSON would end the <script> element early; escape it.
     payload = payload.replace("</", "<\\/")
     title = spec.get("title")
     label = title if isinstance(title, str) else (title or {}).get("text", "chart") if isinstance(title, dict) else "chart"
-    body = (f'<div class="{CHART_CLASS}" id="tokendyn-chart-{_counter}" role="figure" '
-            f'aria-label="{html.escape(str(label))}">'
-            f'<script type="application/json">{payload}</script></div>')
-    return {"text/html": body, _mimetype(): spec,
-            "text/plain": f"<altair chart: {label}>"}
+    chart = (f'<div class="{CHART_CLASS}" id="tokendyn-chart-{_counter}" role="img" '
+             f'aria-label="{html.escape(str(label))}">'
+             f'<script type="application/json">{payload}</script></div>')
+    cap = f"<strong>Figure {number}.</strong> " + (_caption_html(text) if text else html.escape(str(label)))
+    body = (f'<figure class="tokendyn-figure" id="figure-{number.replace(".", "-")}">{chart}'
+            f'<figcaption>{cap}</figcaption></figure>')
+    plain = f"Figure {number}. {text or label}"
+    return {"text/html": body, _mimetype(): spec, "text/plain": plain}
 
 
-def setup(width: int = 520, height: int = 300) -> None:
+def setup(width: int = 480, height: int = 300) -> None:
     """Enable the offline renderer and a plain theme; call once at the top of each chapter."""
     if RENDERER not in alt.renderers.names():
         alt.renderers.register(RENDERER, render_spec)
@@ -52,4 +81,6 @@ def setup(width: int = 520, height: int = 300) -> None:
     def _theme() -> alt.theme.ThemeConfig:
         return {"config": {"view": {"continuousWidth": width, "continuousHeight": height},
                            "axis": {"labelFontSize": 11, "titleFontSize": 12},
-                           "legend": {"labelFontSize": 11, "titleFontSize": 12}}}
+                           # below the plot, so a chart fits the book's text column
+                           "legend": {"labelFontSize": 11, "titleFontSize": 12, "orient": "bottom",
+                                      "labelLimit": 320}}}

@@ -1,13 +1,14 @@
 """The results convention: each chapter writes its key numbers to ``<results_dir>/<chapter>.json``.
 
 A record carries the numbers and everything needed to remake them: parameters, seed, model names,
-library and torch versions, device, and the time it was written.
+library and torch versions, device, dtype and threads, a hash of the passage pools (two machines
+with the same hash draw the same passages), and the time it was written. It also holds
+the chapter's findings on the papers' claims (:mod:`tokendyn.claims`), which the scoreboard reads.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import platform
 import time
 from pathlib import Path
@@ -16,48 +17,52 @@ from typing import Any
 import torch
 
 from . import __version__
+from .jsonable import plain as _plain
 from .paths import results_dir
 
 
-def _plain(x: Any) -> Any:
-    """Turn tensors, numpy scalars and paths into JSON-safe values (NaN/inf become strings)."""
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().tolist()
-    if hasattr(x, "tolist") and not isinstance(x, (list, tuple, dict, str)):
-        x = x.tolist()
-    if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if isinstance(x, Path):
-        return str(x)
-    return x
+def provenance(params: dict[str, Any], seed: int | None, models: list[str],
+               setup: Any = None) -> dict[str, Any]:
+    """The block that says what made a result: parameters, seed, models, versions and where it ran.
 
+    ``setup`` is the :class:`tokendyn.book.Setup` the chapter ran with (device, threads, dtype).
+    """
+    where = {"device": str(setup.device), "dtype": str(setup.dtype).removeprefix("torch."),
+             "threads": setup.threads} if setup is not None else {
+        "device": "cuda" if torch.cuda.is_available() else "cpu", "dtype": "float32",
+        "threads": torch.get_num_threads()}
+    from . import data
 
-def provenance(params: dict[str, Any], seed: int | None, models: list[str]) -> dict[str, Any]:
-    """The block that says what made a result: parameters, seed, models and versions."""
+    try:  # which passages a seed draws depends on the pools: record them
+        pools = data.pool_hash()
+    except (FileNotFoundError, OSError) as e:
+        pools = f"unavailable: {e}"
     return {
         "params": _plain(params),
+        "passage_pool_hash": pools,
         "seed": seed,
         "models": list(models),
         "tokendyn_version": __version__,
         "torch_version": torch.__version__,
         "python": platform.python_version(),
-        "device": "cuda" if torch.cuda.is_available() else "cpu",
+        **where,
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
 
 def save(chapter: str, metrics: dict[str, Any], *, params: dict[str, Any], seed: int | None,
-         models: list[str], out_dir: str | Path | None = None) -> Path:
-    """Write ``{"chapter", "metrics", "provenance"}`` to ``<out_dir>/<chapter>.json``; return the path."""
+         models: list[str], claims: list[Any] | None = None, setup: Any = None,
+         out_dir: str | Path | None = None) -> Path:
+    """Write ``{"chapter", "metrics", "claims", "provenance"}`` to ``<out_dir>/<chapter>.json``.
+
+    ``claims`` are :class:`tokendyn.claims.Finding` objects; returns the path written.
+    """
     out = Path(out_dir) if out_dir is not None else results_dir()
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{chapter}.json"
     record = {"chapter": chapter, "metrics": _plain(metrics),
-              "provenance": provenance(params, seed, models)}
+              "claims": [c.to_dict() if hasattr(c, "to_dict") else dict(c) for c in (claims or [])],
+              "provenance": provenance(params, seed, models, setup)}
     path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return path
 

@@ -1,0 +1,93 @@
+"""Sphinx extension: how the book is built, and the scoreboard page.
+
+- ``TOKENDYN_BOOK_EXECUTE=off`` renders the committed notebook outputs instead of executing the
+  chapters. ``make test`` uses it: nbval has just executed every chapter and checked that those
+  outputs reproduce, so executing them again for the pages would double CI time. ``make book``
+  leaves it unset and executes (with the jupyter-cache).
+- The ``tokendyn-scoreboard`` directive becomes the table of all sixteen claims, filled from the
+  chapters' results JSON (``tokendyn.claims.scoreboard``) *after* every chapter has been read
+  (and so executed), at ``doctree-resolved``. The page holding it is re-read on every build, so
+  it can never show older results than the files on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import Directive
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class scoreboard_node(nodes.General, nodes.Element):
+    """Placeholder filled at doctree-resolved."""
+
+
+class ScoreboardDirective(Directive):
+    has_content = False
+
+    def run(self):
+        return [scoreboard_node()]
+
+
+def _results_dir() -> Path:
+    env = os.environ.get("TOKENDYN_RESULTS")
+    return Path(env) if env else ROOT / "_build" / "results"
+
+
+def _fill(app, doctree, docname) -> None:
+    nodes_here = list(doctree.findall(scoreboard_node))
+    if not nodes_here:
+        return
+    import sys
+
+    sys.path.insert(0, str(ROOT / "lib"))
+    from tokendyn import claims
+
+    out = _results_dir()
+    board = claims.scoreboard(out)
+    files = sorted(out.glob("*.json"))
+    made = []
+    for f in files:
+        prov = json.loads(f.read_text()).get("provenance", {})
+        made.append(f"<li><code>{f.name}</code>: tokendyn {prov.get('tokendyn_version', '?')}, "
+                    f"seed {prov.get('seed')}, {prov.get('device', '?')} {prov.get('dtype', '')}, "
+                    f"written {prov.get('written_at', '?')}</li>")
+    sources = (f"<p>Built from {len(files)} results files in <code>_build/results/</code>:</p>"
+               f"<ul class=\"tokendyn-sources\">{''.join(made)}</ul>") if files else (
+        "<p><strong>No results files were found</strong>: build the book with <code>make book</code>, "
+        "which executes every chapter.</p>")
+    for node in nodes_here:
+        node.replace_self(nodes.raw("", board._repr_html_() + sources, format="html"))
+
+
+def _always_reread(app, env, added, changed, removed):
+    return [d for d in env.found_docs if _holds_scoreboard(env, d)]
+
+
+def _holds_scoreboard(env, docname: str) -> bool:
+    try:
+        return "tokendyn-scoreboard" in Path(env.doc2path(docname)).read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _execution_switch(app, config) -> None:
+    mode = os.environ.get("TOKENDYN_BOOK_EXECUTE", "").strip()
+    if mode:
+        allowed = ("off", "cache", "force", "auto")
+        if mode not in allowed:
+            raise ValueError(f"TOKENDYN_BOOK_EXECUTE={mode!r} is not allowed: choose one of {list(allowed)}")
+        config.nb_execution_mode = mode
+
+
+def setup(app):
+    app.add_node(scoreboard_node, html=(lambda self, node: None, lambda self, node: None))
+    app.add_directive("tokendyn-scoreboard", ScoreboardDirective)
+    app.connect("config-inited", _execution_switch, priority=100)
+    app.connect("doctree-resolved", _fill)
+    app.connect("env-get-outdated", _always_reread)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,150 @@
+"""What every chapter does first: threads, device, quiet libraries, numbered figures, progress bars.
+
+Import this module before torch in a chapter (``from tokendyn import book``): it asks idle OpenMP
+threads to sleep, which only works before the OpenMP runtime starts (spinning threads made each
+step 8-15x slower on a shared 2-core machine; see the Performance appendix).
+
+- :func:`setup` picks the thread count (``TOKENDYN_THREADS``, else every core this process may use)
+  and the device (``TOKENDYN_DEVICE``, else CUDA when present), silences library chatter that
+  would otherwise land in the built pages, and starts the chapter's figure numbering.
+- :func:`progress` wraps a loop in a ``tqdm.auto`` bar when a person is watching (Jupyter,
+  papermill, a terminal); the book's own builds set ``TOKENDYN_PROGRESS=0`` so pages show none.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import logging  # noqa: E402
+import warnings  # noqa: E402
+from collections.abc import Iterable, Iterator  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from typing import TypeVar  # noqa: E402
+
+import torch  # noqa: E402
+
+from . import devices, plotting  # noqa: E402
+from .checks import check_range  # noqa: E402
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Where a chapter runs: its device, thread count and model dtype."""
+
+    device: torch.device
+    threads: int
+    dtype: torch.dtype
+
+    def __str__(self) -> str:
+        return f"device {self.device}, {self.threads} CPU threads, models in {str(self.dtype).removeprefix('torch.')}"
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def threads() -> int:
+    """``TOKENDYN_THREADS`` if set (a positive integer), else :func:`available_cores`."""
+    raw = os.environ.get("TOKENDYN_THREADS", "").strip()
+    if not raw:
+        return available_cores()
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(f"TOKENDYN_THREADS={raw!r} is not an integer: allowed [1, inf]") from None
+    check_range("TOKENDYN_THREADS", n, 1, None, integer=True)
+    return n
+
+
+def quiet() -> None:
+    """Silence progress bars and warnings that libraries print while loading models.
+
+    transformers' "sequence length is longer than the specified maximum" is about tokenizing a
+    whole passage before we keep its first n tokens, and GGUF conversion bars are loading chatter;
+    neither says anything about a result.
+    """
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    for name in ("sentence_transformers", "gguf", "accelerate", "huggingface_hub"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")
+    warnings.filterwarnings("ignore", message=".*TypedStorage is deprecated.*")
+    if not progress_enabled():
+        # transformers' GGUF loader calls tqdm.auto directly, past its own progress-bar switch.
+        try:
+            import functools
+
+            import transformers.modeling_gguf_pytorch_utils as gguf_utils
+            from tqdm.auto import tqdm
+
+            gguf_utils.tqdm = functools.partial(tqdm, disable=True)
+        except ImportError:
+            pass
+
+
+def setup(chapter: str | int) -> Setup:
+    """Set threads and device, quiet the libraries, number this chapter's figures; return the set-up.
+
+    ``chapter`` is what figure numbers start with (``"2"`` gives Figure 2.1, 2.2, ...).
+    """
+    n = threads()
+    torch.set_num_threads(n)
+    quiet()
+    plotting.setup()
+    plotting.number_figures(chapter)
+    dev = devices.default_device()
+    return Setup(dev, n, devices.default_dtype(dev))
+
+
+def progress_enabled() -> bool:
+    """Progress bars unless ``TOKENDYN_PROGRESS=0`` (set by the book's own builds and tests)."""
+    return os.environ.get("TOKENDYN_PROGRESS", "1").strip() not in ("0", "false", "no", "off")
+
+
+def progress(items: Iterable[T], desc: str = "", total: int | None = None) -> Iterator[T]:
+    """``items`` with a ``tqdm.auto`` bar when :func:`progress_enabled`, else unchanged."""
+    if not progress_enabled():
+        yield from items
+        return
+    from tqdm.auto import tqdm
+
+    yield from tqdm(items, desc=desc, total=total, leave=False)
+
+
+def load_mlms(names: list[str] | None, *, device: torch.device | str | None = None,
+              wrap: str = "special") -> dict[str, tuple]:
+    """Load masked LMs with their conditionals: name -> (LoadedMLM, MLMConditional), in order.
+
+    ``names`` None loads every embedded MLM that ships with the book. The names are checked
+    before any weights load.
+    """
+    from .conditional import MLMConditional
+    from .models import available, load_mlm
+
+    if names is None:
+        names = [r["name"] for r in available() if r["kind"] == "mlm (embedded)"]
+    if isinstance(names, str) or not all(isinstance(n, str) and n.strip() for n in names) or not names:
+        raise ValueError(f"mlm_names={names!r}: give a non-empty list of model names, hub ids or local paths")
+    out = {}
+    for name in names:
+        loaded = load_mlm(name, device=device)
+        out[name] = (loaded, MLMConditional(loaded, wrap=wrap))
+    return out
+
+
+def describe_mlms(mlms: dict[str, tuple]) -> str:
+    """One line: each model with its parameter count."""
+    from .models import n_params
+
+    return ", ".join(f"{k} ({n_params(v[0].model) / 1e6:.1f}M)" for k, v in mlms.items())

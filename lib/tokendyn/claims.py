@@ -1,0 +1,175 @@
+"""The papers' claims, and the book's verdict on each.
+
+:data:`CLAIMS` numbers the sixteen claims of the two papers once, for every chapter and the
+scoreboard. A chapter measures some of them and states a :class:`Finding` for each: our number
+with its interval, what it rests on, and a verdict computed from that number. The findings go into
+the chapter's results JSON (:func:`tokendyn.results.save`), the chapter's "claims at a glance"
+table (:func:`table`) and the book's scoreboard (:func:`scoreboard`), so no verdict is typed twice.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .checks import check_choice
+from .stats import Estimate
+
+VERDICTS = ("reproduced", "partly", "not reproduced", "not yet measured")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a paper: its number, the paper (1 or 2), the chapter that tests it, the figure."""
+
+    id: int
+    paper: int
+    chapter: str
+    text: str
+    paper_value: str
+
+
+CLAIMS: dict[int, Claim] = {c.id: c for c in (
+    Claim(1, 1, "02_rectangle_test", "MLM conditionals are incompatible: mean rectangle delta (BERT, RoBERTa, ModernBERT)",
+          "delta in [0.64, 0.80]"),
+    Claim(2, 1, "02_rectangle_test", "An autoregressive LM's conditionals are compatible (GPT-2)", "delta = 0"),
+    Claim(3, 1, "02_rectangle_test", "Incompatibility persists across model size", "persists"),
+    Claim(4, 1, "03_phase_transition", "High temperature mixes fast: times scale as C(tau) n log n",
+          "O(n log n) for tau >~ 1"),
+    Claim(5, 1, "03_phase_transition", "Slow-to-fast crossover temperature, rising with n", "tau* ~ 1.5-2"),
+    Claim(6, 1, "04_basins", "Low temperature: metastable traps hold chains for thousands of steps",
+          "1000s of steps"),
+    Claim(7, 1, "04_basins", "Semantic basins: perfect and approximate traps, repetition basins", "observed"),
+    Claim(8, 1, "04_basins", "Political content is a recurrent attractor", "observed"),
+    Claim(9, 2, "05_tube_law", "Tube law: terminal flip rate linear in s, one curve across K", "one curve, linear"),
+    Claim(10, 2, "05_tube_law", "Structured residual flips far more tokens than isotropic of the same norm",
+          "10-33x"),
+    Claim(11, 2, "05_tube_law", "Terminal flip rate of the oracle roll-in, K = 4, 8, 16", "12-41%"),
+    Claim(12, 2, "06_dabi_cci", "DABI: image decoders ~1, text decoders far above", "~1 vs 5e2 to >1e5"),
+    Claim(13, 2, "07_escapes", "Removing hard commitment collapses AR / masked-diffusion generation",
+          "collapse, repetition"),
+    Claim(14, 2, "07_escapes", "Stochastic re-injection: SDE beats the deterministic ODE at K = 4",
+          "PPL 294 (ODE) vs 50 (SDE)"),
+    Claim(15, 2, "07_escapes", "Decoder interventions (smoothing, max-margin, MLP readout) do not recover flips",
+          "no recovery"),
+    Claim(16, 2, "06_dabi_cci", "CCI: continuous flow 0, autoregressive and masked diffusion 1", "0 vs 1"),
+)}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a chapter measured on one claim.
+
+    ``claim`` is a number from :data:`CLAIMS`, or the text of a check local to the chapter (with
+    ``paper_value`` then saying what is expected). ``ours`` is the number with its interval,
+    ``basis`` what it rests on (models, sample sizes), ``verdict`` one of :data:`VERDICTS`.
+    """
+
+    claim: int | str
+    ours: str
+    verdict: str
+    basis: str = ""
+    paper_value: str = ""
+    chapter: str = ""
+
+    @property
+    def text(self) -> str:
+        return CLAIMS[self.claim].text if isinstance(self.claim, int) else self.claim
+
+    @property
+    def paper(self) -> str:
+        return self.paper_value or (CLAIMS[self.claim].paper_value if isinstance(self.claim, int) else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def finding(claim: int | str, ours: str | Estimate, verdict: str, *, basis: str = "",
+            paper_value: str = "", chapter: str = "") -> Finding:
+    """Check and build a :class:`Finding` (an :class:`Estimate` is formatted with its interval)."""
+    if isinstance(claim, int) and claim not in CLAIMS:
+        raise ValueError(f"claim={claim} is not a claim number: allowed 1..{len(CLAIMS)}")
+    if not isinstance(claim, (int, str)) or isinstance(claim, bool):
+        raise TypeError(f"claim must be a claim number or a text, got {claim!r}")
+    check_choice("verdict", verdict, VERDICTS)
+    text = ours.fmt() if isinstance(ours, Estimate) else str(ours)
+    return Finding(claim, text, verdict, basis, paper_value, chapter)
+
+
+def in_range(est: Estimate, lo: float, hi: float) -> str:
+    """Verdict for a numeric range claim: the interval meets the paper's range, or it does not."""
+    return "reproduced" if est.overlaps(lo, hi) else "not reproduced"
+
+
+class Table:
+    """A claims table that shows as HTML in the book and as aligned text in a checked output."""
+
+    columns = ("#", "claim", "paper", "ours [95% interval]", "rests on", "verdict")
+
+    def __init__(self, rows: list[dict[str, str]]) -> None:
+        self.rows = rows
+
+    def _cells(self, r: dict[str, str]) -> list[str]:
+        return [r["id"], r["text"], r["paper"], r["ours"], r["basis"], r["verdict"]]
+
+    def __repr__(self) -> str:
+        lines = []
+        for r in self.rows:
+            lines.append(f"[{r['id']}] {r['text']}\n    paper: {r['paper']} | ours: {r['ours']}"
+                         f"{' (' + r['basis'] + ')' if r['basis'] else ''} | {r['verdict']}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = []
+        for r in self.rows:
+            cls = "tokendyn-verdict-" + r["verdict"].replace(" ", "-")
+            cells = [f"<td>{html.escape(v)}</td>" for v in self._cells(r)[:-1]]
+            cells.append(f'<td class="{cls}"><strong>{html.escape(r["verdict"])}</strong></td>')
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        return (f'<table class="tokendyn-claims"><thead><tr>{head}</tr></thead>'
+                f'<tbody>{"".join(body)}</tbody></table>')
+
+
+def _row(f: Finding | dict[str, Any]) -> dict[str, str]:
+    d = f.to_dict() if isinstance(f, Finding) else dict(f)
+    claim = d["claim"]
+    known = CLAIMS.get(claim) if isinstance(claim, int) else None
+    return {"id": str(claim) if known else "-", "text": known.text if known else str(claim),
+            "paper": d.get("paper_value") or (known.paper_value if known else ""),
+            "ours": d["ours"], "basis": d.get("basis", ""), "verdict": d["verdict"],
+            "chapter": d.get("chapter", "")}
+
+
+def table(findings: list[Finding]) -> Table:
+    """A chapter's "claims at a glance", in the order given."""
+    return Table([_row(f) for f in findings])
+
+
+def scoreboard(results_dir: str | Path) -> Table:
+    """All sixteen claims, each with every finding that a chapter's results JSON records for it.
+
+    A claim that no results file measures shows as "not yet measured", with the chapter that will.
+    """
+    found: dict[int, list[dict[str, str]]] = {}
+    for path in sorted(Path(results_dir).glob("*.json")):
+        record = json.loads(path.read_text())
+        for f in record.get("claims", []):
+            if isinstance(f.get("claim"), int) and f["claim"] in CLAIMS:
+                row = _row(f)
+                row["chapter"] = record.get("chapter", path.stem)
+                found.setdefault(f["claim"], []).append(row)
+    rows = []
+    for cid, c in CLAIMS.items():
+        for row in found.get(cid, []):
+            row = dict(row)
+            row["basis"] = f"{row['chapter']}: {row['basis']}" if row["basis"] else row["chapter"]
+            rows.append(row)
+        if cid not in found:
+            rows.append({"id": str(cid), "text": c.text, "paper": c.paper_value, "ours": "-",
+                         "basis": f"no results from {c.chapter}", "verdict": "not yet measured",
+                         "chapter": c.chapter})
+    return Table(rows)

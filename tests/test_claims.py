@@ -1,0 +1,62 @@
+"""Intervals, findings and the scoreboard: the numbers behind every verdict in the book."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tokendyn import claims, results, stats
+
+
+def test_wilson_matches_known_values():
+    # Wilson 95% for 0/10 is [0, 0.2775]; for 5/10 it is [0.2366, 0.7634] (standard tables)
+    e = stats.wilson(0, 10)
+    assert e.lo == 0 and abs(e.hi - 0.2775) < 1e-4
+    e = stats.wilson(5, 10)
+    assert abs(e.lo - 0.2366) < 1e-4 and abs(e.hi - 0.7634) < 1e-4
+    with pytest.raises(ValueError, match="k=11 is out of range"):
+        stats.wilson(11, 10)
+
+
+def test_bootstrap_is_seeded_and_covers_the_mean():
+    x = np.random.default_rng(1).normal(2.0, 1.0, 400)
+    a, b = stats.bootstrap(x, seed=3), stats.bootstrap(x, seed=3)
+    assert a == b and a.lo < x.mean() < a.hi
+    # the interval has the width the CLT predicts: 2 * 1.96 * sd / sqrt(n)
+    assert abs((a.hi - a.lo) - 2 * 1.96 * x.std() / 20) < 0.03
+    assert stats.bootstrap(x, np.median, seed=3).value == float(np.median(x))
+    with pytest.raises(ValueError, match="values"):
+        stats.bootstrap([1.0])
+
+
+def test_ratio_interval_floors_a_zero_denominator():
+    r = stats.ratio_interval(10, 100, 0, 100)
+    assert r.value == 10.0 and np.isfinite(r.hi)
+
+
+def test_findings_are_checked_and_verdicts_computed():
+    e = stats.Estimate(0.5, 0.45, 0.66, 64)
+    assert claims.in_range(e, 0.64, 0.80) == "reproduced"
+    assert claims.in_range(stats.Estimate(0.4, 0.3, 0.5, 64), 0.64, 0.80) == "not reproduced"
+    with pytest.raises(ValueError, match="verdict='maybe' is not allowed"):
+        claims.finding(1, e, "maybe")
+    with pytest.raises(ValueError, match="claim=17 is not a claim number"):
+        claims.finding(17, e, "partly")
+    f = claims.finding(1, e, "reproduced", basis="64 rectangles")
+    assert f.ours == "0.5 [0.45, 0.66]" and f.paper == "delta in [0.64, 0.80]"
+    assert len(claims.CLAIMS) == 16 and sorted(claims.CLAIMS) == list(range(1, 17))
+
+
+def test_scoreboard_gathers_every_claim_from_results(tmp_path):
+    f = claims.finding(2, "max 0 (exact)", "reproduced", basis="SmolLM2")
+    local = claims.finding("topics separate", "0.15 vs 0.01", "reproduced", paper_value="-")
+    results.save("02_rectangle_test", {}, params={}, seed=0, models=[], claims=[f, local], out_dir=tmp_path)
+    board = claims.scoreboard(tmp_path)
+    assert len(board.rows) == 16  # one row per claim here: only claim 2 was measured, once
+    row2 = next(r for r in board.rows if r["id"] == "2")
+    assert row2["verdict"] == "reproduced" and row2["basis"].startswith("02_rectangle_test")
+    assert sum(r["verdict"] == "not yet measured" for r in board.rows) == 15
+    assert "tokendyn-verdict-reproduced" in board._repr_html_()
+    rec = json.loads((tmp_path / "02_rectangle_test.json").read_text())
+    assert rec["claims"][1]["claim"] == "topics separate"
+    assert "[2] An autoregressive" in repr(claims.table([f]))
