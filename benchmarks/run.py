@@ -45,7 +45,7 @@ from torch.utils.flop_counter import FlopCounterMode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from tokendyn import __version__, glauber, rectangle  # noqa: E402
+from tokendyn import __version__, devices, glauber, rectangle  # noqa: E402
 from tokendyn.checkpoint import save_json  # noqa: E402
 from tokendyn.conditional import MLMConditional  # noqa: E402
 
@@ -208,8 +208,13 @@ def _median_ratio(num: list[float], den: list[float]) -> float:
 
 
 def glauber_bench(loaded: _Loaded, *, batch: int, n: int, device: str, dtype: torch.dtype,
-                  rounds: int, one_chain_chains: int, seed: int = 0) -> dict[str, Any]:
-    """(a)-(d) side by side for one model, batch and length."""
+                  rounds: int, one_chain_chains: int, seed: int = 0,
+                  loaded_bf16: _Loaded | None = None) -> dict[str, Any]:
+    """(a)-(d) side by side for one model, batch and length.
+
+    With ``loaded_bf16`` (the same model cast to bfloat16) the same rounds also time (c) in bf16
+    and a bf16 dense matmul of the same FLOPs: the bf16 roofline, measured in this run.
+    """
     cond = MLMConditional(loaded, chunk=max(batch, 2 * batch))
     g = torch.Generator(device=device).manual_seed(seed)
     support = (~cond.unsupported).nonzero().flatten().to(device)
@@ -228,21 +233,45 @@ def glauber_bench(loaded: _Loaded, *, batch: int, n: int, device: str, dtype: to
         "ours": (ours, 1),
         "dense_matmul": (mm, 3),
     }
+    if loaded_bf16 is not None:
+        cond16 = MLMConditional(loaded_bf16, chunk=max(batch, 2 * batch))
+        mm16, mm16_size = make_matmul(useful * batch, device, torch.bfloat16)
+        variants["ours_bf16"] = (make_ours(cond16, x0.clone(), gen(6)), 1)
+        variants["dense_matmul_bf16"] = (mm16, 3)
     rates = interleaved(variants, rounds, device)
-    flops_rate = {k: [r * useful for r in v] for k, v in rates.items() if k != "dense_matmul"}
-    flops_rate["dense_matmul"] = [r * mm_flops for r in rates["dense_matmul"]]
+    matmuls = {"dense_matmul": mm_flops}
+    if loaded_bf16 is not None:
+        matmuls["dense_matmul_bf16"] = 2.0 * mm16_size ** 3
+    flops_rate = {k: [r * (matmuls[k] if k in matmuls else useful) for r in v] for k, v in rates.items()}
     med = {k: statistics.median(v) for k, v in rates.items()}
+    bf16 = {}
+    if loaded_bf16 is not None:
+        bf16 = {"bf16": {
+            "chain_steps_per_s": med["ours_bf16"],
+            "effective_gflops": statistics.median(flops_rate["ours_bf16"]) / 1e9,
+            "dense_matmul_gflops": statistics.median(flops_rate["dense_matmul_bf16"]) / 1e9,
+            "dense_matmul_size": mm16_size,
+            "speedup_over_fp32_ours": _median_ratio(rates["ours_bf16"], rates["ours"]),
+            "roofline_fraction": _median_ratio(flops_rate["ours_bf16"], flops_rate["dense_matmul_bf16"]),
+            "speedup_vs_shared_site_full_head": _median_ratio(rates["ours_bf16"], rates["shared_site_full_head"]),
+            "speedup_vs_one_chain": _median_ratio(rates["ours_bf16"], rates["one_chain"]),
+            "matmul_bf16_over_fp32": _median_ratio(rates["dense_matmul_bf16"], rates["dense_matmul"]),
+            "per_round_chain_steps_per_s": rates["ours_bf16"],
+            "baselines": "(a) and (b) in fp32, as the public samplers run",
+        }}
     return {
         "batch": batch, "n": n, "dtype": str(dtype).replace("torch.", ""), "rounds": rounds,
         "flops_per_chain_step": {"needed": useful, "executed_one_chain": executed_a,
                                  "executed_shared_site_full_head": executed_b},
         "dense_matmul_size": mm_size,
         "chain_steps_per_s": {k: med[k] for k in ("one_chain", "shared_site_full_head", "ours")},
-        "effective_gflops": {k: statistics.median(v) / 1e9 for k, v in flops_rate.items()},
-        "per_round_chain_steps_per_s": {k: v for k, v in rates.items() if k != "dense_matmul"},
+        "effective_gflops": {k: statistics.median(flops_rate[k]) / 1e9
+                             for k in ("one_chain", "shared_site_full_head", "ours", "dense_matmul")},
+        "per_round_chain_steps_per_s": {k: rates[k] for k in ("one_chain", "shared_site_full_head", "ours")},
         "speedup_vs_shared_site_full_head": _median_ratio(rates["ours"], rates["shared_site_full_head"]),
         "speedup_vs_one_chain": _median_ratio(rates["ours"], rates["one_chain"]),
         "roofline_fraction": _median_ratio(flops_rate["ours"], flops_rate["dense_matmul"]),
+        **bf16,
     }
 
 
@@ -320,11 +349,16 @@ def run_device(device: str, quick: bool) -> dict[str, Any]:
     if device == "cpu":
         dtype, batch, n, rounds = torch.float32, 64, 32, (3 if quick else 7)
         loaded = default_mlm(device, dtype)
+        bf16_cpu = devices.cpu_bf16()
+        # The same weights run in bf16, timed only where the CPU has bf16 kernels: emulated bf16
+        # runs at about 1/50 of fp32 here and would take an hour to time.
+        loaded_bf16 = default_mlm(device, torch.bfloat16) if bf16_cpu["native"] else None
         one_chain_chains = 8
         ns, batches = [8, 16, 32, 64], [1, 8, 64, 256]
     else:
         dtype, batch, n, rounds = torch.bfloat16, 1024, 128, (3 if quick else 10)
         loaded = random_bert(BERT_BASE, device, dtype)
+        loaded_bf16 = None  # the GPU run is bf16 throughout
         one_chain_chains = 16
         ns, batches = [32, 64, 128, 256, 512], [64, 256, 1024, 4096]
     load0 = os.getloadavg()
@@ -333,7 +367,8 @@ def run_device(device: str, quick: bool) -> dict[str, Any]:
         "device": device,
         "model": {"name": loaded.name, **loaded.info},
         "glauber_step": glauber_bench(loaded, batch=batch, n=n, device=device, dtype=dtype,
-                                      rounds=rounds, one_chain_chains=one_chain_chains),
+                                      rounds=rounds, one_chain_chains=one_chain_chains,
+                                      loaded_bf16=loaded_bf16),
     }
     result["scaling"] = scaling_bench(loaded, ns=ns, batches=batches, n_ref=n, b_ref=batch,
                                       device=device, rounds=max(2, rounds // 3))
@@ -348,6 +383,20 @@ def run_device(device: str, quick: bool) -> dict[str, Any]:
         result["targets"] = {"speedup_vs_shared_site_full_head": 2.0, "speedup_vs_one_chain": 5.0,
                              "roofline_fraction": 0.75}
         result["targets_met"] = {k: bool(result[k] >= v) for k, v in result["targets"].items()}
+        result["bf16_cpu"] = bf16_cpu
+        result["bf16_targets"] = {"speedup_over_fp32_ours": 1.6, "roofline_fraction": 0.6,
+                                  "speedup_vs_shared_site_full_head": 2.0, "speedup_vs_one_chain": 5.0}
+        if "bf16" in gs:
+            b = gs["bf16"]
+            result["bf16"] = {k: b[k] for k in ("chain_steps_per_s", "speedup_over_fp32_ours", "roofline_fraction",
+                                                "speedup_vs_shared_site_full_head", "speedup_vs_one_chain",
+                                                "matmul_bf16_over_fp32")}
+            result["bf16_targets_met"] = {k: bool(b[k] >= v) for k, v in result["bf16_targets"].items()}
+        else:
+            result["bf16_targets_met"] = {k: False for k in result["bf16_targets"]}
+            result["bf16_not_timed"] = (
+                "this CPU has no native bf16 kernels (no avx512_bf16/amx_bf16 flag); a bf16 matmul probe ran at "
+                f"{bf16_cpu['probe_gflops']['bf16']:.2g} GFLOP/s against {bf16_cpu['probe_gflops']['fp32']:.3g} in fp32")
     else:
         result["bf16_dense_peak_fraction"] = gs["roofline_fraction"]
     result["loadavg_before"] = list(load0)
@@ -377,6 +426,13 @@ def main(argv: list[str] | None = None) -> int:
               f"speedup vs (b) {res['speedup_vs_shared_site_full_head']:.2f}x, vs (a) "
               f"{res['speedup_vs_one_chain']:.2f}x, roofline fraction {res['roofline_fraction']:.2f} "
               f"-> {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+        if "bf16_not_timed" in res:
+            print(f"{dev} bf16: not timed: {res['bf16_not_timed']}")
+        if "bf16" in res:
+            b = res["bf16"]
+            print(f"{dev} bf16: {b['chain_steps_per_s']:.1f} chain-steps/s, {b['speedup_over_fp32_ours']:.2f}x fp32 (c), "
+                  f"bf16 roofline fraction {b['roofline_fraction']:.2f}, {b['speedup_vs_shared_site_full_head']:.2f}x (b), "
+                  f"{b['speedup_vs_one_chain']:.1f}x (a); targets met: {res['bf16_targets_met']}")
     return 0
 
 
