@@ -97,3 +97,36 @@ def test_content_ids_and_errors(loaded):
     m = MLMConditional(loaded)
     with pytest.raises(ValueError, match="sites"):
         m.site_logits(x, torch.tensor([0]))
+
+
+def test_bring_your_own_model_and_tokenizer(loaded):
+    """A researcher's first line works: MLMConditional(model, tokenizer), or the pair as a tuple."""
+    ref = MLMConditional(loaded)
+    x = content_ids(loaded, [TEXT], 8).repeat(2, 1)
+    sites = torch.tensor([1, 6])
+    for m in (MLMConditional(loaded.model, loaded.tokenizer), MLMConditional((loaded.model, loaded.tokenizer))):
+        assert torch.equal(m.site_logits(x, sites), ref.site_logits(x, sites))
+        assert m.support_size == ref.support_size and isinstance(m, ConditionalModel)
+    with pytest.raises(TypeError, match=r"\(model, tokenizer\)"):
+        MLMConditional(loaded.model)
+    with pytest.raises(TypeError, match="tokenizer must be a transformers tokenizer"):
+        MLMConditional(loaded.model, "bert-base-uncased")
+
+
+def test_the_readme_bring_your_own_model_lines_run(tmp_path):
+    """The README's example, on a tiny BERT saved as safetensors and loaded back by path."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from tokendyn import glauber
+
+    tiny = build_tiny("bert", pad_vocab=0)
+    tiny.model.save_pretrained(tmp_path, safe_serialization=True)
+    tiny.tokenizer.save_pretrained(tmp_path)
+    assert any(p.suffix == ".safetensors" for p in tmp_path.iterdir())
+    model = AutoModelForMaskedLM.from_pretrained(str(tmp_path))
+    tok = AutoTokenizer.from_pretrained(str(tmp_path))
+    cond = MLMConditional(model, tok)
+    x0 = content_ids(cond, [TEXT] * 3, 6)
+    chains = glauber.sample(cond, x0, steps=5, tau=1.0, seed=0).tokens
+    again = glauber.sample(cond, x0, steps=5, tau=1.0, seed=0).tokens
+    assert chains.shape == (3, 6) and torch.equal(chains, again)

@@ -116,18 +116,37 @@ def special_ids(tokenizer: Any) -> tuple[int, int, int]:
 class MLMConditional:
     """:class:`ConditionalModel` over a transformers ``*ForMaskedLM`` and its tokenizer.
 
-    ``loaded`` is a :class:`tokendyn.models.LoadedMLM` (or anything with ``.model``,
-    ``.tokenizer`` and ``.name``). ``wrap`` is ``"special"`` or ``"none"`` (module docstring).
-    ``chunk`` bounds the rows per forward pass (memory). The model keeps its device and dtype
-    (bf16 on CUDA is fine); logits come back as float32 on the device of ``tokens``.
+    Bring your own model: ``MLMConditional(model, tokenizer)`` for any Hugging Face
+    ``*ForMaskedLM`` and its tokenizer, or ``MLMConditional(loaded)`` with a
+    :class:`tokendyn.models.LoadedMLM` (anything with ``.model`` and ``.tokenizer``).
+    ``wrap`` is ``"special"`` or ``"none"`` (module docstring). ``chunk`` bounds the rows per
+    forward pass (memory). The model keeps its device and dtype (bf16 is fine); logits come back as
+    float32 on the device of ``tokens``.
     """
 
-    def __init__(self, loaded: Any, *, wrap: str = "special", chunk: int = 256) -> None:
+    def __init__(self, loaded: Any, tokenizer: Any = None, *, wrap: str = "special",
+                 chunk: int = 256) -> None:
         check_choice("wrap", wrap, WRAPS)
         check_range("chunk", chunk, 1, integer=True)
-        self.name = getattr(loaded, "name", type(loaded.model).__name__)
-        self.model = loaded.model.eval()
-        self.tokenizer = loaded.tokenizer
+        if isinstance(loaded, tuple) and len(loaded) == 2 and tokenizer is None:
+            loaded, tokenizer = loaded
+        if tokenizer is not None:
+            model = loaded
+            name = getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__
+        elif hasattr(loaded, "model") and hasattr(loaded, "tokenizer"):
+            model, tokenizer = loaded.model, loaded.tokenizer
+            name = getattr(loaded, "name", type(model).__name__)
+        else:
+            raise TypeError(f"MLMConditional needs (model, tokenizer) or a loaded MLM with .model and "
+                            f".tokenizer; got {type(loaded).__name__} and no tokenizer")
+        if not hasattr(model, "get_output_embeddings") or model.get_output_embeddings() is None:
+            raise TypeError(f"model must be a transformers *ForMaskedLM (with an output head), got "
+                            f"{type(model).__name__}")
+        if not hasattr(tokenizer, "all_special_ids"):
+            raise TypeError(f"tokenizer must be a transformers tokenizer, got {type(tokenizer).__name__}")
+        self.name = name
+        self.model = model.eval()
+        self.tokenizer = tokenizer
         self.wrap = wrap
         self.chunk = chunk
         self.cls_id, self.sep_id, self.mask_id = special_ids(self.tokenizer)
