@@ -143,7 +143,7 @@ def make_ours(cond: MLMConditional, x: torch.Tensor, gen: torch.Generator, tau: 
     state = [glauber.init(x)]
 
     def run() -> int:
-        state[0] = glauber.step(cond, state[0], gen, tau=tau)
+        state[0] = glauber.step(cond, state[0], gen, tau=tau)[0]
         return x.shape[0]
     return run
 

@@ -24,71 +24,72 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
-sys.path.insert(0, str(ROOT / "scripts"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from teacher_targets import load_targets  # noqa: E402
-from tokendyn import quality  # noqa: E402
 from tokendyn.checks import check_range  # noqa: E402
-from tokendyn.models import embedded  # noqa: E402
-from train_mlm import (context_unlikelihood, distill_loss, length_batches, lr_at,  # noqa: E402
-                       masked_step_logits, set_trainable)
+from tokendyn.evaluation import cloze_probe, heldout_passages, heldout_scores  # noqa: E402
+from tokendyn.models import shipped  # noqa: E402
+from tokendyn.training.corpus import length_batches  # noqa: E402
+from tokendyn.training.distill import load_targets  # noqa: E402
+from tokendyn.training.loop import run_steps, timestamped_log  # noqa: E402
+from tokendyn.training.masking import masked_step_logits, special_token_mask  # noqa: E402
+from tokendyn.training.mlm import masked_lm_loss, set_trainable  # noqa: E402
+from tokendyn.training.schedule import lr_at  # noqa: E402
 
 ARMS = ("shipped", "embeddings", "all-layers")
 
 
-def arm_model(arm: str):
-    """The shipped default, and the names of the parameters this arm trains."""
+def arm_model(arm: str) -> tuple[Any, Any, list[str]]:
+    """The shipped default, its tokenizer, and the names of the parameters this arm trains."""
     g = torch.Generator().manual_seed(0)
     layers = 6 if arm == "all-layers" else 4
-    model, tok, names = embedded.build_minilm(g, n_trained_layers=layers)
-    embedded.apply_weights(model, embedded.models_dir() / "minilm-mlm" / embedded.WEIGHTS)
+    model, tok, names = shipped.build_minilm(g, n_trained_layers=layers)
+    shipped.apply_weights(model, shipped.models_dir() / "minilm-mlm" / shipped.WEIGHTS)
     emb = "bert.embeddings.word_embeddings.weight"
     if arm == "embeddings":
         names = [n for n in names if not n.startswith(emb + "[")] + [emb]
     return model, tok, names
 
 
-def run_arm(arm: str, args, teacher: dict, log) -> dict:
+def run_arm(arm: str, args: argparse.Namespace, teacher: dict[str, torch.Tensor],
+            log: Callable[[str], None]) -> dict[str, Any]:
+    """Train one arm ``args.steps`` steps on the teacher sentences; its losses, probe and held-out scores."""
     model, tok, trainable = arm_model(arm)
     names, rows = set_trainable(model, trainable)
     params = [p for n, p in model.named_parameters() if n in names]
     opt = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.0)
-    special = torch.zeros(len(tok), dtype=torch.bool)
-    special[torch.tensor(tok.all_special_ids)] = True
+    special = special_token_mask(tok)
     chunks = teacher["ids"]
     lengths = (chunks != tok.pad_token_id).sum(1)
     batches = length_batches(lengths, args.batch, torch.Generator().manual_seed(args.seed))
-    hard_losses = []
-    t0 = time.time()
-    model.train()
-    for step in range(args.steps):
+    hard_losses: list[float] = []
+
+    def loss_at(step: int) -> torch.Tensor:
         idx = batches[step % len(batches)]
-        for gr in opt.param_groups:
-            gr["lr"] = lr_at(step, args.lr, args.steps, 30, 1)
         ids, pos, targets, logits = masked_step_logits(
             model, tok, chunks[idx].long(), special, 0.25,
             torch.Generator().manual_seed(args.seed * 1_000_003 + step), torch.device("cpu"))
-        logits = logits.float()
+        # the true-token cross-entropy of this batch before its update, the arms' yardstick
+        hard_losses.append(float(torch.nn.functional.cross_entropy(logits.detach().float(), targets)))
         tix = teacher["tidx"][idx][pos[:, 0], pos[:, 1]].long()
-        loss = distill_loss(logits, targets, tix, teacher, 0.5)
-        loss = loss + context_unlikelihood(logits, ids, pos[:, 0], targets, special)
-        hard_losses.append(float(torch.nn.functional.cross_entropy(logits.detach(), targets)))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        if (step + 1) % 50 == 0:
-            log(f"{arm} step {step + 1}: true-token CE (last 50) {sum(hard_losses[-50:]) / 50:.3f}")
+        return masked_lm_loss(logits, targets, ids, pos[:, 0], special, teacher=teacher, tix=tix,
+                              teacher_weight=0.5, unlikelihood=1.0)
+
+    t0 = time.time()
+    model.train()
+    run_steps(opt, loss_at, params=params, lr_at_step=lambda step: lr_at(step, args.lr, args.steps, 30, 1),
+              stop=args.steps, log_every=50, log=log, label=arm)
     model.eval()
-    pr = quality.cloze_probe(model, tok)
-    held = quality.heldout_scores(model, tok, quality.heldout_passages(args.passages))
+    pr = cloze_probe(model, tok)
+    held = heldout_scores((model, tok), heldout_passages(args.passages))
     n_trained = sum(p.numel() if n not in rows else len(rows[n]) * p.shape[1]
                     for n, p in model.named_parameters() if n in names)
     return {"arm": arm, "trained_params": n_trained, "steps": args.steps,
@@ -120,9 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     out = ROOT / "checkpoints" / "minilm-mlm" / "ablation.json"
     done = {r["arm"]: r for r in json.loads(out.read_text())} if out.is_file() else {}
 
-    def log(msg: str) -> None:
-        print(time.strftime("%H:%M:%S ") + msg, flush=True)
-
+    log = timestamped_log()
     for a in arms:
         if a in done and done[a]["steps"] == args.steps:
             continue

@@ -4,8 +4,8 @@
     python scripts/train_latents.py image    # conv autoencoder on digits + rectified flow
     python scripts/train_latents.py all
 
-Each stage checkpoints to checkpoints/latents/<stage>.pt every few hundred steps and resumes from
-there when rerun (delete the folder to start over). Progress (loss, steps/s, eta) goes to stdout.
+Each stage checkpoints to checkpoints/latents/<stage>.pt (``--ckpt-dir``) every few hundred steps
+and resumes from there when rerun (delete the folder to start over). Progress (loss, steps/s, eta) goes to stdout.
 At the end the weights go to data/models/{text,image}-latent/ as safetensors with config.json
 (shapes, data, training settings, held-out reconstruction accuracy) and a README. Runs on CUDA
 when present, otherwise CPU; use `nice -n 10` on a shared machine.
@@ -21,17 +21,18 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
 
-from tokendyn.latent.flow import FlowConfig, VelocityNet, flow_loss
+from tokendyn.latent.flow import FlowConfig
 from tokendyn.latent.image import ImageAEConfig, ImageAutoencoder, digits
 from tokendyn.latent.image import model_dir as image_dir
 from tokendyn.latent.text import (TextAEConfig, TextAutoencoder, WordTokenizer, sequences,
                                   split_documents)
 from tokendyn.latent.text import model_dir as text_dir
-from tokendyn.latent.training import init_params, train
 from tokendyn.latent.tube import readout_margins
 from tokendyn.paths import repo_root
+from tokendyn.training.latents import batch_of, save_modules, train_flow
+from tokendyn.training.loop import train
+from tokendyn.training.weights_init import init_weights
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 CKPT = (repo_root() or Path.cwd()) / "checkpoints" / "latents"
@@ -43,15 +44,21 @@ IMAGE = dict(seed=0, heldout_every=10, ae_steps=2000, ae_batch=64, ae_lr=3e-3, f
              flow_batch=128, flow_lr=2e-3)
 
 
-def batch_of(data: torch.Tensor, size: int, g: torch.Generator) -> torch.Tensor:
-    return data[torch.randint(len(data), (size,), generator=g)].to(DEVICE)
-
-
 def write_readme(d: Path, title: str, body: str) -> None:
     (d / "README.md").write_text(f"# {title}\n\n{body.strip()}\n")
 
 
-def train_text(quick: bool) -> None:
+def write_config(d: Path, stage: str, cfg: dict, losses: list[float], t_start: float) -> dict:
+    """Write ``d/config.json``: ``cfg`` plus the flow's final loss, the device, the minutes since
+    ``t_start`` and the rebuild command of ``stage``; return what was written."""
+    cfg = {**cfg, "final_flow_loss": round(losses[-1], 5), "device": DEVICE,
+           "train_minutes": round((time.time() - t_start) / 60, 1),
+           "command": f"nice -n 10 .venv/bin/python scripts/train_latents.py {stage}"}
+    (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    return cfg
+
+
+def train_text(quick: bool, ckpt: Path) -> None:
     p = dict(TEXT)
     if quick:
         p.update(ae_steps=60, flow_steps=60)
@@ -67,10 +74,10 @@ def train_text(quick: bool) -> None:
 
     g = torch.Generator().manual_seed(p["seed"])
     ae_cfg = TextAEConfig(vocab_size=len(tok), seq_len=p["seq_len"], latent_dim=p["latent_dim"])
-    ae = init_params(TextAutoencoder(ae_cfg), g).to(DEVICE)
+    ae = init_weights(TextAutoencoder(ae_cfg), g).to(DEVICE)
     tag = "-quick" if quick else ""
-    train(ae, lambda gen: ae.loss(batch_of(train_ids, p["ae_batch"], gen), p["ae_noise"], gen),
-          steps=p["ae_steps"], lr=p["ae_lr"], generator=g, checkpoint=CKPT / f"text-ae{tag}.pt",
+    train(ae, lambda gen: ae.loss(batch_of(train_ids, p["ae_batch"], gen, DEVICE), p["ae_noise"], gen),
+          steps=p["ae_steps"], lr=p["ae_lr"], generator=g, checkpoint=ckpt / f"text-ae{tag}.pt",
           label="text-ae")
     with torch.no_grad():
         acc = {name: float(torch.cat([(ae.decode(ae.encode(c.to(DEVICE))) == c.to(DEVICE)).float().flatten()
@@ -82,27 +89,19 @@ def train_text(quick: bool) -> None:
           f"median readout margin {float(margins.median()):.3f}", flush=True)
 
     fcfg = FlowConfig(dim=ae_cfg.latent_dim, seq_len=p["seq_len"], width=64, depth=3, heads=4, ff=192)
-    g = torch.Generator().manual_seed(p["seed"] + 1)
-    flow = init_params(VelocityNet(fcfg), g).to(DEVICE)
-    losses = train(flow, lambda gen: flow_loss(flow, batch_of(latents, p["flow_batch"], gen), gen),
-                   steps=p["flow_steps"], lr=p["flow_lr"], generator=g,
-                   checkpoint=CKPT / f"text-flow{tag}.pt", label="text-flow")
+    flow, losses = train_flow(latents, fcfg, seed=p["seed"], steps=p["flow_steps"], batch=p["flow_batch"],
+                              lr=p["flow_lr"], checkpoint=ckpt / f"text-flow{tag}.pt", label="text-flow",
+                              device=DEVICE)
 
-    d = text_dir() if not quick else CKPT / "text-latent-quick"
-    d.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().cpu().contiguous() for k, v in ae.state_dict().items()},
-              d / "autoencoder.safetensors")
-    save_file({k: v.detach().cpu().contiguous() for k, v in flow.state_dict().items()}, d / "flow.safetensors")
+    d = text_dir() if not quick else ckpt / "text-latent-quick"
+    save_modules(d, autoencoder=ae, flow=flow)
     tok.save(d / "vocab.json")
     cfg = {"autoencoder": asdict(ae_cfg), "flow": asdict(fcfg),
            "data": {"source": "wiki", "seed": p["seed"], "heldout_every": p["heldout_every"],
                     "train_sequences": len(train_ids), "heldout_sequences": len(held_ids),
                     "unk_share": round(unk, 4)},
-           "training": p, "reconstruction_accuracy": {k: round(v, 5) for k, v in acc.items()},
-           "final_flow_loss": round(losses[-1], 5), "device": DEVICE,
-           "train_minutes": round((time.time() - t_start) / 60, 1),
-           "command": "nice -n 10 .venv/bin/python scripts/train_latents.py text"}
-    (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+           "training": p, "reconstruction_accuracy": {k: round(v, 5) for k, v in acc.items()}}
+    cfg = write_config(d, "text", cfg, losses, t_start)
     write_readme(d, "text-latent: a word-level text autoencoder with a sharp readout, and its flow", f"""
 An ELF analogue for the tube-law chapter (book/05_tube_law.ipynb), trained by this repository.
 
@@ -132,7 +131,7 @@ flipped at the oracle terminal step for K = 4-16; 8-d latents (jitter 0.05) reac
     print(f"text model written to {d}", flush=True)
 
 
-def train_image(quick: bool) -> None:
+def train_image(quick: bool, ckpt: Path) -> None:
     p = dict(IMAGE)
     if quick:
         p.update(ae_steps=60, flow_steps=60)
@@ -141,14 +140,14 @@ def train_image(quick: bool) -> None:
     held_x = digits("heldout", heldout_every=p["heldout_every"])
     g = torch.Generator().manual_seed(p["seed"])
     ae_cfg = ImageAEConfig()
-    ae = init_params(ImageAutoencoder(ae_cfg), g).to(DEVICE)
+    ae = init_weights(ImageAutoencoder(ae_cfg), g).to(DEVICE)
     tag = "-quick" if quick else ""
 
     def ae_loss(gen: torch.Generator) -> torch.Tensor:
-        x = batch_of(train_x, p["ae_batch"], gen)
+        x = batch_of(train_x, p["ae_batch"], gen, DEVICE)
         return ((ae.decode_raw(ae.encode_raw(x)) - x) ** 2).mean()
 
-    train(ae, ae_loss, steps=p["ae_steps"], lr=p["ae_lr"], generator=g, checkpoint=CKPT / f"image-ae{tag}.pt",
+    train(ae, ae_loss, steps=p["ae_steps"], lr=p["ae_lr"], generator=g, checkpoint=ckpt / f"image-ae{tag}.pt",
           label="image-ae")
     with torch.no_grad():
         raw = ae.encode_raw(train_x.to(DEVICE))
@@ -160,25 +159,17 @@ def train_image(quick: bool) -> None:
     print(f"image-ae reconstruction MSE: train {mse['train']:.5f}, held-out {mse['heldout']:.5f}", flush=True)
 
     fcfg = FlowConfig(dim=ae_cfg.channels, seq_len=16, width=64, depth=2, heads=4, ff=128)
-    g = torch.Generator().manual_seed(p["seed"] + 1)
-    flow = init_params(VelocityNet(fcfg), g).to(DEVICE)
-    losses = train(flow, lambda gen: flow_loss(flow, batch_of(latents, p["flow_batch"], gen), gen),
-                   steps=p["flow_steps"], lr=p["flow_lr"], generator=g,
-                   checkpoint=CKPT / f"image-flow{tag}.pt", label="image-flow")
+    flow, losses = train_flow(latents, fcfg, seed=p["seed"], steps=p["flow_steps"], batch=p["flow_batch"],
+                              lr=p["flow_lr"], checkpoint=ckpt / f"image-flow{tag}.pt", label="image-flow",
+                              device=DEVICE)
 
-    d = image_dir() if not quick else CKPT / "image-latent-quick"
-    d.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().cpu().contiguous() for k, v in ae.state_dict().items()},
-              d / "autoencoder.safetensors")
-    save_file({k: v.detach().cpu().contiguous() for k, v in flow.state_dict().items()}, d / "flow.safetensors")
+    d = image_dir() if not quick else ckpt / "image-latent-quick"
+    save_modules(d, autoencoder=ae, flow=flow)
     cfg = {"autoencoder": asdict(ae_cfg), "flow": asdict(fcfg),
            "data": {"source": "sklearn.datasets.load_digits", "heldout_every": p["heldout_every"],
                     "train_images": len(train_x), "heldout_images": len(held_x)},
-           "training": p, "reconstruction_mse": {k: round(v, 6) for k, v in mse.items()},
-           "final_flow_loss": round(losses[-1], 5), "device": DEVICE,
-           "train_minutes": round((time.time() - t_start) / 60, 1),
-           "command": "nice -n 10 .venv/bin/python scripts/train_latents.py image"}
-    (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+           "training": p, "reconstruction_mse": {k: round(v, 6) for k, v in mse.items()}}
+    cfg = write_config(d, "image", cfg, losses, t_start)
     write_readme(d, "image-latent: a convolutional autoencoder on 8x8 digits, and its flow", f"""
 A VAE analogue for the tube-law chapter (book/05_tube_law.ipynb), trained by this repository.
 
@@ -204,12 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true",
                     help="60 steps per stage, written under checkpoints/ (a smoke test, not shipped)")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
+    ap.add_argument("--ckpt-dir", type=Path, default=CKPT, help="checkpoint folder (and --quick output)")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     if a.model in ("text", "all"):
-        train_text(a.quick)
+        train_text(a.quick, a.ckpt_dir)
     if a.model in ("image", "all"):
-        train_image(a.quick)
+        train_image(a.quick, a.ckpt_dir)
     return 0
 
 

@@ -82,20 +82,20 @@ def _store_cell(tmp_path, values):
 
 
 def test_another_model_under_the_same_tag_never_gets_the_first_models_cells(tmp_path):
-    from tokendyn import mixing, toy
+    from tokendyn import experiments, toy
 
     x0 = torch.zeros(6, 5, dtype=torch.long)
     y0 = torch.ones(6, 5, dtype=torch.long)
     kw = dict(taus=[0.7], max_steps=200, seed=0, key="survey", tag={"model": "default"})
     a, b = toy.potts_chain(5, 3, coupling=2.0, seed=0), toy.potts_chain(5, 3, coupling=-1.0, seed=1)
     store = checkpoint.Store(tmp_path)
-    got_a = mixing.coupling_grid(a, x0, y0, store=store, **kw)[0.7][0]
-    got_b = mixing.coupling_grid(b, x0, y0, store=store, **kw)[0.7][0]
-    fresh_b = mixing.coupling_grid(b, x0, y0, **kw)[0.7][0]
+    got_a = experiments.coupling_grid(a, x0, y0, store=store, **kw)[0.7][0]
+    got_b = experiments.coupling_grid(b, x0, y0, store=store, **kw)[0.7][0]
+    fresh_b = experiments.coupling_grid(b, x0, y0, **kw)[0.7][0]
     assert torch.equal(got_b, fresh_b) and not torch.equal(got_a, got_b)
     assert len(list(tmp_path.glob("*.safetensors"))) == 2
     # a second pass reads both cells back, each for its own model
-    assert torch.equal(mixing.coupling_grid(a, x0, y0, store=store, **kw)[0.7][0], got_a)
+    assert torch.equal(experiments.coupling_grid(a, x0, y0, store=store, **kw)[0.7][0], got_a)
 
 
 def test_retrained_weights_under_the_same_name_are_a_new_cell(tmp_path):

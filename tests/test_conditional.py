@@ -130,3 +130,11 @@ def test_the_readme_bring_your_own_model_lines_run(tmp_path):
     chains = glauber.sample(cond, x0, steps=5, tau=1.0, seed=0).tokens
     again = glauber.sample(cond, x0, steps=5, tau=1.0, seed=0).tokens
     assert chains.shape == (3, 6) and torch.equal(chains, again)
+    # the README's hand loop over glauber.step draws what glauber.run does
+    gen = torch.Generator().manual_seed(0)
+    state = glauber.init(x0)
+    for _ in range(5):
+        state, info = glauber.step(cond, state, gen, tau=1.0)
+        assert info.sites.shape == info.values.shape == (3,)
+    r = glauber.run(cond, glauber.init(x0), torch.Generator().manual_seed(0), steps=5, tau=1.0)
+    assert torch.equal(state.tokens, r.state.tokens)

@@ -1,16 +1,17 @@
-"""Exact cases for the mixing measurements: Kaplan-Meier, drift, hitting times, scaling, anchors."""
+"""Exact cases for the diagnostics (Kaplan-Meier, drift, hitting times, scaling), the toys' exact
+anchors and the checkpointed experiment grids."""
 
 import math
 
 import pytest
 import torch
 
-from tokendyn import glauber, mixing, toy
+from tokendyn import diagnostics, experiments, glauber, toy
 from tokendyn.checkpoint import Store
 
 
 def test_survival_without_censoring_is_the_empirical_tail():
-    s = mixing.survival([1, 2, 2, 5], [False] * 4, [0, 1, 2, 3, 4, 5, 6])
+    s = diagnostics.survival([1, 2, 2, 5], [False] * 4, [0, 1, 2, 3, 4, 5, 6])
     assert s.surv.tolist() == [1.0, 0.75, 0.25, 0.25, 0.25, 0.0, 0.0]
     assert s.known.all() and s.n_censored == 0
     assert s.median() == 2.0
@@ -18,7 +19,7 @@ def test_survival_without_censoring_is_the_empirical_tail():
 
 def test_survival_kaplan_meier_with_censoring():
     # times 1, 3(censored), 4, 6(censored): S(1)=3/4; at 4 two at risk, one dies: 3/4*1/2=3/8
-    s = mixing.survival([1, 3, 4, 6], [False, True, False, True], [0, 1, 2, 3, 4, 5, 6, 7])
+    s = diagnostics.survival([1, 3, 4, 6], [False, True, False, True], [0, 1, 2, 3, 4, 5, 6, 7])
     assert torch.allclose(s.surv, torch.tensor([1, .75, .75, .75, .375, .375, .375, .375],
                                                dtype=torch.float64))
     # beyond the last (censored) observation only an upper bound is known
@@ -27,7 +28,7 @@ def test_survival_kaplan_meier_with_censoring():
 
 
 def test_survival_all_censored_at_budget_never_drops():
-    s = mixing.survival([100] * 3, [True] * 3, [0, 50, 99, 100, 200])
+    s = diagnostics.survival([100] * 3, [True] * 3, [0, 50, 99, 100, 200])
     assert s.surv.tolist() == [1.0] * 5
     assert s.known.tolist() == [True, True, True, False, False]
     assert s.median() == math.inf
@@ -35,79 +36,79 @@ def test_survival_all_censored_at_budget_never_drops():
 
 def test_survival_rejects_bad_input():
     with pytest.raises(ValueError, match="censored"):
-        mixing.survival([1, 2], [False], [0, 1])
+        diagnostics.survival([1, 2], [False], [0, 1])
     with pytest.raises(ValueError, match="ascending"):
-        mixing.survival([1, 2], [False, False], [2, 1])
+        diagnostics.survival([1, 2], [False, False], [2, 1])
     with pytest.raises(ValueError, match="censored"):
-        mixing.survival([1, math.inf], [False, False], [0, 1])
+        diagnostics.survival([1, math.inf], [False, False], [0, 1])
 
 
 def test_drift_is_one_minus_cosine():
     e0 = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
     et = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[0.0, 3.0], [1.0, 1.0]]])  # [T=2, B=2, d=2]
-    d = mixing.drift(et, e0)
+    d = diagnostics.drift(et, e0)
     assert d.shape == (2, 2)
     assert torch.allclose(d, torch.tensor([[0.0, 0.0], [1.0, 1 - 1 / math.sqrt(2)]],
                                           dtype=torch.float64))
     with pytest.raises(ValueError, match="emb_t"):
-        mixing.drift(et[0], e0)
+        diagnostics.drift(et[0], e0)
 
 
 def test_plateau_and_hitting_times():
     t = torch.arange(8.0)
     # chain 0 rises to 1 at t=2; chain 1 rises slowly and reaches 0.9 only at t=6
     d = torch.tensor([[0, 0], [.5, .1], [1, .2], [1, .4], [1, .6], [1, .8], [1, .95], [1, .95]])
-    level, reached = mixing.plateau(d, tail=0.25)
+    level, reached = diagnostics.plateau(d, tail=0.25)
     assert level == pytest.approx((1 + 1 + .95 + .95) / 4)
     assert reached is True
-    times, cens = mixing.hitting_times(d, t, level=0.9)
+    times, cens = diagnostics.hitting_times(d, t, level=0.9)
     assert times.tolist() == [2.0, 6.0] and cens.tolist() == [False, False]
-    times, cens = mixing.hitting_times(d, t, level=0.99)
+    times, cens = diagnostics.hitting_times(d, t, level=0.99)
     assert times.tolist() == [2.0, 7.0] and cens.tolist() == [False, True]
     # an unreached plateau censors the whole group at the last recorded time
-    times, cens = mixing.hitting_times(d, t, level=0.5, reached=False)
+    times, cens = diagnostics.hitting_times(d, t, level=0.5, reached=False)
     assert times.tolist() == [7.0, 7.0] and cens.all()
 
 
 def test_plateau_detects_a_still_rising_curve():
     d = torch.linspace(0, 1, 40)[:, None].expand(40, 5)
-    _, reached = mixing.plateau(d)
+    _, reached = diagnostics.plateau(d)
     assert reached is False
     with pytest.raises(ValueError, match="tail"):
-        mixing.plateau(d, tail=0.7)
+        diagnostics.plateau(d, tail=0.7)
 
 
 def test_scaling_fit_recovers_an_exact_n_log_n_law():
     ns = [8, 16, 32, 64]
-    fit = mixing.scaling_fit(ns, [2.5 * n * math.log(n) for n in ns])
+    fit = diagnostics.scaling_fit(ns, [2.5 * n * math.log(n) for n in ns])
     assert fit.C == pytest.approx(2.5)
     assert fit.slope == pytest.approx(0.0, abs=1e-12)
     # T ~ n^2 gives a ratio growing like n / ln n: a clearly positive slope
-    steep = mixing.scaling_fit(ns, [float(n * n) for n in ns])
+    steep = diagnostics.scaling_fit(ns, [float(n * n) for n in ns])
     assert steep.slope > 0.5
-    cens = mixing.scaling_fit(ns, [10.0, 20.0, math.inf, math.inf])
+    cens = diagnostics.scaling_fit(ns, [10.0, 20.0, math.inf, math.inf])
     assert cens.C == math.inf and cens.ratios[2] == math.inf
     with pytest.raises(ValueError, match="n="):
-        mixing.scaling_fit([1, 4], [1.0, 2.0])
+        diagnostics.scaling_fit([1, 4], [1.0, 2.0])
 
 
 def test_crossover_brackets_the_first_mixing_temperature():
     r = {0.5: math.inf, 1.0: 40.0, 1.5: 5.0, 2.0: 2.0, 5.0: 1.5}
-    assert mixing.crossover(r, blowup=3.0) == (1.5, 2.0)  # 5.0 > 3 * 1.5
-    assert mixing.crossover(r, blowup=4.0) == (1.0, 1.5)
-    assert mixing.crossover(r, blowup=30.0) == (0.5, 1.0)
-    lo, hi = mixing.crossover({1.0: 1.0, 2.0: 1.0})
+    assert diagnostics.crossover(r, blowup=3.0) == (1.5, 2.0)  # 5.0 > 3 * 1.5
+    assert diagnostics.crossover(r, blowup=4.0) == (1.0, 1.5)
+    assert diagnostics.crossover(r, blowup=30.0) == (0.5, 1.0)
+    lo, hi = diagnostics.crossover({1.0: 1.0, 2.0: 1.0})
     assert math.isnan(lo) and hi == 1.0
-    lo, hi = mixing.crossover({1.0: math.inf, 2.0: math.inf})
+    lo, hi = diagnostics.crossover({1.0: math.inf, 2.0: math.inf})
     assert lo == 2.0 and math.isnan(hi)
 
 
 def test_coupon_collector_exact_law():
-    s = mixing.coupon_collector_survival(2, 4)
+    s = toy.coupon_collector_survival(2, 4)
     # n=2: first draw covers one site; then each draw covers the other with prob 1/2
     assert torch.allclose(s, torch.tensor([1, 1, .5, .25, .125], dtype=torch.float64))
     n = 8
-    s = mixing.coupon_collector_survival(n, 2000)
+    s = toy.coupon_collector_survival(n, 2000)
     assert float(s.sum()) == pytest.approx(toy.coupon_collector_mean(n), rel=1e-9)  # E T = sum P(T>t)
 
 
@@ -120,20 +121,20 @@ def test_coupon_collector_survival_matches_simulation():
     for t in range(200):
         seen[torch.arange(runs), draws[:, t]] = True
         T = torch.where((T < 0) & seen.all(1), torch.tensor(t + 1), T)
-    emp = mixing.survival(T.double(), torch.zeros(runs, dtype=torch.bool), torch.arange(41.0))
-    exact = mixing.coupon_collector_survival(n, 40)
+    emp = diagnostics.survival(T.double(), torch.zeros(runs, dtype=torch.bool), torch.arange(41.0))
+    exact = toy.coupon_collector_survival(n, 40)
     assert (emp.surv - exact).abs().max() < 0.03
 
 
 def test_pair_tv_and_mixing_time_on_a_two_state_chain():
     a, b = 0.2, 0.3
     P = torch.tensor([[1 - a, a], [b, 1 - b]], dtype=torch.float64)
-    tv = mixing.pair_tv(P, 0, 1, 5)
+    tv = toy.pair_tv(P, 0, 1, 5)
     assert torch.allclose(tv, (1 - a - b) ** torch.arange(6, dtype=torch.float64))
-    assert mixing.mixing_time(tv, 0.26) == 2.0  # 0.5^2 = 0.25
-    assert mixing.mixing_time(tv, 0.01) == math.inf
+    assert diagnostics.mixing_time(tv, 0.26) == 2.0  # 0.5^2 = 0.25
+    assert diagnostics.mixing_time(tv, 0.01) == math.inf
     with pytest.raises(ValueError, match="iy"):
-        mixing.pair_tv(P, 0, 2, 3)
+        toy.pair_tv(P, 0, 2, 3)
 
 
 def test_coupling_grid_on_the_uniform_model_is_the_coupon_collector(tmp_path):
@@ -142,14 +143,14 @@ def test_coupling_grid_on_the_uniform_model_is_the_coupon_collector(tmp_path):
     x0 = torch.zeros(pairs, n, dtype=torch.long)
     y0 = torch.ones(pairs, n, dtype=torch.long)
     store = Store(tmp_path)
-    res = mixing.coupling_grid(model, x0, y0, taus=[1.0], max_steps=60, seed=3, store=store,
+    res = experiments.coupling_grid(model, x0, y0, taus=[1.0], max_steps=60, seed=3, store=store,
                                tag={"model": "uniform"})
     T, cens = res[1.0]
     assert not cens.any()
     assert float(T.double().mean()) == pytest.approx(toy.coupon_collector_mean(n), rel=0.05)
-    emp = mixing.survival(T, cens, torch.arange(30.0))
-    assert (emp.surv - mixing.coupon_collector_survival(n, 29)).abs().max() < 0.05
-    again = mixing.coupling_grid(model, x0, y0, taus=[1.0], max_steps=60, seed=3, store=store,
+    emp = diagnostics.survival(T, cens, torch.arange(30.0))
+    assert (emp.surv - toy.coupon_collector_survival(n, 29)).abs().max() < 0.05
+    again = experiments.coupling_grid(model, x0, y0, taus=[1.0], max_steps=60, seed=3, store=store,
                                  tag={"model": "uniform"})
     assert torch.equal(again[1.0][0], T) and len(list(tmp_path.iterdir())) == 1
 
@@ -159,45 +160,19 @@ def test_coupling_grid_censors_at_the_budget():
     model = toy.potts_chain(6, 2, coupling=4.0, field=0.0, seed=0)
     x0 = torch.zeros(8, 6, dtype=torch.long)
     y0 = torch.ones(8, 6, dtype=torch.long)
-    T, cens = mixing.coupling_grid(model, x0, y0, taus=[0.2], max_steps=30, seed=0)[0.2]
+    T, cens = experiments.coupling_grid(model, x0, y0, taus=[0.2], max_steps=30, seed=0)[0.2]
     assert cens.all() and (T == 30).all()
-
-
-def test_drift_run_records_and_checkpoints(tmp_path):
-    model = toy.uniform(5, 4)
-    x0 = torch.zeros(3, 5, dtype=torch.long)
-
-    def decode(tokens):
-        return [" ".join(map(str, row.tolist())) for row in tokens]
-
-    def embed(texts):  # counts of each token id: a deterministic bag-of-tokens embedding
-        return torch.stack([torch.bincount(torch.tensor([int(w) for w in t.split()]), minlength=4)
-                            .float() for t in texts])
-
-    run = mixing.drift_run(model, x0, tau=1.0, steps=20, record_every=5, seed=1,
-                           decode=decode, embed=embed, store=Store(tmp_path))
-    t, d, traj = run.t, run.drift, run.trajectory
-    assert t.tolist() == [0, 5, 10, 15, 20] and d.shape == (5, 3) and traj.shape == (5, 3, 5)
-    assert torch.all(d[0] == 0)
-    ref = glauber.sample(model, x0, steps=20, tau=1.0, seed=1, record_every=5).trajectory
-    assert torch.equal(traj, ref)
-    counts = torch.nn.functional.one_hot(traj, 4).sum(2).double()  # [T, B, 4]
-    assert torch.allclose(d, mixing.drift(counts, counts[0]))
-    assert torch.allclose(run.forgotten, mixing.forgotten_drift(counts, counts[0]))
-    again = mixing.drift_run(model, x0, tau=1.0, steps=20, record_every=5, seed=1,
-                             decode=decode, embed=lambda _: 1 / 0, store=Store(tmp_path))
-    assert torch.equal(again.drift, d)  # resumed from the checkpoint: embed was not called
 
 
 def test_forgotten_drift_is_the_mean_distance_to_the_other_starts():
     e0 = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     et = e0[None].clone()  # at t = 0 every chain sits on its own start
-    f = mixing.forgotten_drift(et, e0)
+    f = diagnostics.forgotten_drift(et, e0)
     c = 1 / math.sqrt(2)
     assert torch.allclose(f[0], torch.tensor([1 - (0 + c) / 2, 1 - (0 + c) / 2, 1 - c],
                                              dtype=torch.float64))
     with pytest.raises(ValueError, match="2 chains"):
-        mixing.forgotten_drift(et[:, :1], e0[:1])
+        diagnostics.forgotten_drift(et[:, :1], e0[:1])
 
 
 @pytest.mark.slow  # parses the 10,033-paragraph Wikipedia file
@@ -207,8 +182,8 @@ def test_start_states_are_real_different_passages():
     from tokendyn.models.tiny import build_tiny
 
     L = build_tiny("bert")
-    x = mixing.start_states(L, 12, 4, topics=("health", "sports"), seed=0)
-    y = mixing.start_states(L, 12, 4, topics=("politics", "science"), seed=0)
+    x = experiments.start_states(L, 12, 4, topics=("health", "sports"), seed=0)
+    y = experiments.start_states(L, 12, 4, topics=("politics", "science"), seed=0)
     assert x.shape == y.shape == (4, 12) and x.dtype == torch.long
     assert not torch.equal(x, y)
     # row 0 is the first health passage with >= 12 tokens, cut to its first 12
@@ -216,43 +191,18 @@ def test_start_states_are_real_different_passages():
                  if len(L.tokenizer(p, add_special_tokens=False)["input_ids"]) >= 12)
     assert torch.equal(x[0], content_ids(L, [first], 12)[0])
     with pytest.raises(ValueError, match="count"):
-        mixing.start_states(L, 12, 0, topics=("health",))
+        experiments.start_states(L, 12, 0, topics=("health",))
 
 
 def test_coupling_grid_splits_a_mixed_batch_back_per_tau():
     model = toy.potts_chain(6, 2, coupling=4.0, field=0.0, seed=0)
     x0 = torch.zeros(8, 6, dtype=torch.long)
     y0 = torch.ones(8, 6, dtype=torch.long)
-    res = mixing.coupling_grid(model, x0, y0, taus=[0.2, 50.0], max_steps=300, seed=0)
+    res = experiments.coupling_grid(model, x0, y0, taus=[0.2, 50.0], max_steps=300, seed=0)
     assert list(res) == [0.2, 50.0]
     assert res[0.2][1].all()            # cold: stuck in the two ground states, censored
     assert not res[50.0][1].any()       # hot: near-uniform conditionals couple fast
     assert float(res[50.0][0].double().mean()) < 60
-
-
-def test_drift_grid_matches_drift_run_statistics_and_checkpoints(tmp_path):
-    model = toy.uniform(5, 4)
-    x0 = torch.zeros(3, 5, dtype=torch.long)
-
-    def decode(tokens):
-        return [" ".join(map(str, row.tolist())) for row in tokens]
-
-    def embed(texts):
-        return torch.stack([torch.bincount(torch.tensor([int(w) for w in t.split()]), minlength=4)
-                            .float() for t in texts])
-
-    runs = mixing.drift_grid(model, x0, taus=[0.5, 2.0], steps=20, record_every=5, seed=1,
-                             decode=decode, embed=embed, store=Store(tmp_path))
-    assert list(runs) == [0.5, 2.0]
-    for r in runs.values():
-        assert r.t.tolist() == [0, 5, 10, 15, 20] and r.drift.shape == (5, 3)
-        assert r.trajectory.shape == (5, 3, 5) and torch.equal(r.trajectory[0], x0)
-        counts = torch.nn.functional.one_hot(r.trajectory, 4).sum(2).double()
-        assert torch.allclose(r.drift, mixing.drift(counts, counts[0]))
-        assert torch.allclose(r.forgotten, mixing.forgotten_drift(counts, counts[0]))
-    again = mixing.drift_grid(model, x0, taus=[0.5, 2.0], steps=20, record_every=5, seed=1,
-                              decode=decode, embed=lambda _: 1 / 0, store=Store(tmp_path))
-    assert torch.equal(again[2.0].drift, runs[2.0].drift)
 
 
 def test_coupling_drift_grid_reads_drift_off_the_coupled_chains(tmp_path):
@@ -267,7 +217,7 @@ def test_coupling_drift_grid_reads_drift_off_the_coupled_chains(tmp_path):
         return torch.stack([torch.bincount(torch.tensor([int(w) for w in t.split()]), minlength=4)
                             .float() for t in texts])
 
-    times, runs = mixing.coupling_drift_grid(model, x0, y0, taus=[0.5, 3.0], max_steps=200,
+    times, runs = experiments.coupling_drift_grid(model, x0, y0, taus=[0.5, 3.0], max_steps=200,
                                              drift_steps=40, records=4, seed=2, decode=decode,
                                              embed=embed, store=Store(tmp_path))
     assert list(times) == list(runs) == [0.5, 3.0]
@@ -277,13 +227,13 @@ def test_coupling_drift_grid_reads_drift_off_the_coupled_chains(tmp_path):
         r = runs[tau]
         assert r.t.tolist() == [0, 10, 20, 30, 40] and torch.equal(r.trajectory[0], x0)
         counts = torch.nn.functional.one_hot(r.trajectory, 4).sum(2).double()
-        assert torch.allclose(r.drift, mixing.drift(counts, counts[0]))
+        assert torch.allclose(r.drift, diagnostics.drift(counts, counts[0]))
     # the same pairs alone, without recording: the same coupling law (hot pairs couple fast)
     assert float(times[3.0][0].double().mean()) < 200
-    again = mixing.coupling_drift_grid(model, x0, y0, taus=[0.5, 3.0], max_steps=200, drift_steps=40,
+    again = experiments.coupling_drift_grid(model, x0, y0, taus=[0.5, 3.0], max_steps=200, drift_steps=40,
                                        records=4, seed=2, decode=decode, embed=lambda _: 1 / 0,
                                        store=Store(tmp_path))
     assert torch.equal(again[1][3.0].drift, runs[3.0].drift)
     with pytest.raises(ValueError, match="drift_steps"):
-        mixing.coupling_drift_grid(model, x0, y0, taus=[1.0], max_steps=20, drift_steps=40, records=4,
+        experiments.coupling_drift_grid(model, x0, y0, taus=[1.0], max_steps=20, drift_steps=40, records=4,
                                    seed=0, decode=decode, embed=embed)

@@ -1,4 +1,4 @@
-"""Tests for tokendyn.models.embedded: building, delta weights, the shipped models and the registry."""
+"""Tests for tokendyn.models.shipped: building, delta weights, the shipped models and the registry."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tokendyn import models, quality
-from tokendyn.models import embedded
+from tokendyn import evaluation, models
+from tokendyn.models import shipped
 
-SHIPPED = [n for n in embedded.RECIPES if (embedded.models_dir() / n / embedded.WEIGHTS).is_file()]
+SHIPPED = [n for n in shipped.RECIPES if (shipped.models_dir() / n / shipped.WEIGHTS).is_file()]
 
 
 def _tiny_bert():
@@ -24,9 +24,9 @@ def _tiny_bert():
 
 
 def test_split_row():
-    assert embedded.split_row("bert.embeddings.word_embeddings.weight[103]") == (
+    assert shipped.split_row("bert.embeddings.word_embeddings.weight[103]") == (
         "bert.embeddings.word_embeddings.weight", 103)
-    assert embedded.split_row("cls.predictions.bias") == ("cls.predictions.bias", None)
+    assert shipped.split_row("cls.predictions.bias") == ("cls.predictions.bias", None)
 
 
 def test_weights_round_trip_in_fp16_including_one_row(tmp_path):
@@ -36,11 +36,11 @@ def test_weights_round_trip_in_fp16_including_one_row(tmp_path):
             p.zero_()
     names = ["bert.encoder.layer.1.output.dense.weight", "cls.predictions.bias",
              "bert.embeddings.word_embeddings.weight[7]"]
-    embedded.save_weights(src, names, tmp_path / "w.safetensors")
+    shipped.save_weights(src, names, tmp_path / "w.safetensors")
     stored = load_file(str(tmp_path / "w.safetensors"))
     assert set(stored) == set(names) and all(v.dtype == torch.float16 for v in stored.values())
     assert stored["bert.embeddings.word_embeddings.weight[7]"].shape == (8,)
-    embedded.apply_weights(dst, tmp_path / "w.safetensors")
+    shipped.apply_weights(dst, tmp_path / "w.safetensors")
     s, d = dict(src.named_parameters()), dict(dst.named_parameters())
     w = "bert.encoder.layer.1.output.dense.weight"
     assert torch.equal(d[w], s[w].half().float())
@@ -55,15 +55,15 @@ def test_apply_weights_rejects_unknown_keys(tmp_path):
 
     save_file({"not.a.weight": torch.zeros(2)}, str(tmp_path / "w.safetensors"))
     with pytest.raises(RuntimeError, match="not.a.weight"):
-        embedded.apply_weights(_tiny_bert(), tmp_path / "w.safetensors")
+        shipped.apply_weights(_tiny_bert(), tmp_path / "w.safetensors")
 
 
 @pytest.mark.slow
 def test_build_minilm_keeps_the_package_encoder_and_seeds_the_head():
-    m1, tok, trainable = embedded.build_minilm(torch.Generator().manual_seed(0))
-    m2, _, _ = embedded.build_minilm(torch.Generator().manual_seed(0))
-    m3, _, _ = embedded.build_minilm(torch.Generator().manual_seed(1))
-    pkg = load_file(str(embedded.minilm_package_dir() / "model.safetensors"))
+    m1, tok, trainable = shipped.build_minilm(torch.Generator().manual_seed(0))
+    m2, _, _ = shipped.build_minilm(torch.Generator().manual_seed(0))
+    m3, _, _ = shipped.build_minilm(torch.Generator().manual_seed(1))
+    pkg = load_file(str(shipped.minilm_package_dir() / "model.safetensors"))
     p1 = dict(m1.named_parameters())
     assert torch.equal(p1["bert.encoder.layer.0.attention.self.query.weight"],
                        pkg["encoder.layer.0.attention.self.query.weight"])
@@ -81,7 +81,7 @@ def test_build_minilm_keeps_the_package_encoder_and_seeds_the_head():
 
 def test_shipped_weights_fit_the_budget():
     assert "minilm-mlm" in SHIPPED, "the default MLM is not shipped in data/models/minilm-mlm"
-    total = sum(f.stat().st_size for f in embedded.models_dir().rglob("*.safetensors"))
+    total = sum(f.stat().st_size for f in shipped.models_dir().rglob("*.safetensors"))
     assert total <= 25 * 2**20
 
 
@@ -89,7 +89,7 @@ def test_registry_lists_every_shipped_model_with_its_size():
     rows = {r["name"]: r for r in models.available()}
     for name in SHIPPED:
         assert rows[name]["kind"] == "mlm (embedded)" and rows[name]["n_params"] > 1_000_000
-        meta = json.loads((embedded.models_dir() / name / "model.json").read_text())
+        meta = json.loads((shipped.models_dir() / name / "model.json").read_text())
         assert meta["training"]["command"].startswith("nice -n 10 .venv/bin/python scripts/train_mlm.py")
     assert models.DEFAULT_MLM == "minilm-mlm" and rows["minilm-mlm"]["default"]
 
@@ -102,8 +102,8 @@ def test_shipped_model_loads_offline_and_matches_its_eval(name):
     tok = m.tokenizer
     assert tok.mask_token_id is not None and tok.cls_token_id is not None and tok.sep_token_id is not None
     assert len({tok.mask_token_id, tok.cls_token_id, tok.sep_token_id, tok.pad_token_id}) == 4
-    ev = json.loads((embedded.models_dir() / name / "eval.json").read_text())
-    probe = quality.cloze_probe(m.model, tok)
+    ev = json.loads((shipped.models_dir() / name / "eval.json").read_text())
+    probe = evaluation.cloze_probe(m)
     # the committed numbers are what the committed weights give
     assert probe["top1"] == pytest.approx(ev["top1"], abs=1e-9)
     assert probe["top5"] == pytest.approx(ev["top5"], abs=1e-9)
@@ -117,7 +117,7 @@ def test_shipped_model_loads_offline_and_matches_its_eval(name):
 def test_default_mlm_puts_paris_first_and_rarely_copies():
     m = models.load_mlm()
     assert m.name == "minilm-mlm" and type(m.model).__name__ == "BertForMaskedLM"
-    logits = quality.masked_logits(m.model, m.tokenizer, ["The capital of France is [MASK]."])[0]
-    assert quality.token_word(m.tokenizer, int(logits.argmax())) == "paris"
-    ev = json.loads((embedded.models_dir() / "minilm-mlm" / "eval.json").read_text())
+    logits = evaluation.masked_logits(m, ["The capital of France is [MASK]."])[0]
+    assert evaluation.token_word(m.tokenizer, int(logits.argmax())) == "paris"
+    ev = json.loads((shipped.models_dir() / "minilm-mlm" / "eval.json").read_text())
     assert ev["copy_rate"] <= 0.10

@@ -32,3 +32,18 @@ def test_bad_arguments():
         fill.site_conditionals(m, torch.tensor([0, 1, 2, 3]), k=7)
     with pytest.raises(ValueError, match="one sequence"):
         fill.site_conditionals(m, torch.zeros(2, 4, dtype=torch.long))
+
+
+def test_all_site_logits_mask_each_site_of_each_state():
+    m = toy.potts_chain(4, 3, coupling=1.0, field=0.5)
+    x = torch.tensor([[0, 1, 2, 1], [2, 2, 0, 1]])
+    out = fill.all_site_logits(m, x)
+    assert out.shape == (2, 4, 3)
+    for b in range(2):
+        for i in range(4):
+            assert torch.equal(out[b, i], m.site_logits(x[b:b + 1], torch.tensor([i]))[0])
+    # the token at the site itself is masked: changing it changes nothing at that site
+    y = x.clone()
+    y[:, 2] = (y[:, 2] + 1) % 3
+    assert torch.equal(fill.all_site_logits(m, y)[:, 2], out[:, 2])
+    assert not torch.equal(fill.all_site_logits(m, y)[:, 1], out[:, 1])

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from tokendyn import glauber as G
+from tokendyn import sampling as S
 from tokendyn import toy
 
 
@@ -53,7 +54,8 @@ GOLDEN_ROW0 = [0, 0, 3, 2, 3, 3]  # recorded from this implementation, seed 5
 def test_each_chain_gets_its_own_site():
     u = toy.uniform(16, 50)
     x0 = torch.zeros(64, 16, dtype=torch.long)
-    s = G.step(u, G.init(x0), torch.Generator().manual_seed(0), tau=1.0)
+    s, info = G.step(u, G.init(x0), torch.Generator().manual_seed(0), tau=1.0)
+    assert torch.equal(s.tokens[torch.arange(64), info.sites], info.values) and not info.no_mass.any()
     changed = (s.tokens != x0).float().argmax(1)[(s.tokens != x0).any(1)]
     assert len(set(changed.tolist())) > 8  # one shared site would give a single value
     assert ((s.tokens != x0).sum(1) <= 1).all() and s.t == 1
@@ -64,7 +66,8 @@ def test_systematic_scan_updates_site_t_mod_n():
     st = G.init(torch.zeros(16, 4, dtype=torch.long))
     g = torch.Generator().manual_seed(0)
     for t in range(6):
-        new = G.step(u, st, g, tau=1.0, scan="systematic")
+        new, info = G.step(u, st, g, tau=1.0, scan=G.systematic_scan)
+        assert info.sites.tolist() == [t % 4] * 16
         diff = (new.tokens != st.tokens).any(0).nonzero().flatten().tolist()
         assert diff == [t % 4]
         st = new
@@ -73,22 +76,22 @@ def test_systematic_scan_updates_site_t_mod_n():
 def test_low_and_high_temperature_are_finite_and_exact():
     logits = torch.tensor([[0.0, 2.0, float("-inf"), 1.0]])
     for tau in (0.05, 100.0):
-        p = G.probabilities(logits, tau)
+        p = S.probabilities(logits, tau)
         assert torch.isfinite(p).all() and p[0, 2] == 0 and abs(p.sum().item() - 1) < 1e-12
-    p05 = G.probabilities(logits, 0.05)[0]
+    p05 = S.probabilities(logits, 0.05)[0]
     assert p05[3].item() == pytest.approx(math.exp(-20) / (1 + math.exp(-20) + math.exp(-40)), rel=1e-9)
     u = torch.rand(100000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    draws = G.inverse_cdf(G.probabilities(logits, 100.0).expand(100000, 4), u)
+    draws = S.inverse_cdf(S.probabilities(logits, 100.0).expand(100000, 4), u)
     freq = torch.bincount(draws, minlength=4).double() / 1e5
     assert freq[2] == 0
-    torch.testing.assert_close(freq[[0, 1, 3]], G.probabilities(logits, 100.0)[0, [0, 1, 3]],
+    torch.testing.assert_close(freq[[0, 1, 3]], S.probabilities(logits, 100.0)[0, [0, 1, 3]],
                                atol=0.005, rtol=0)
 
 
 def test_inverse_cdf_never_picks_zero_weight():
     w = torch.tensor([[0.0, 1.0, 0.0, 0.0, 3.0, 0.0]]).expand(5, 6).double()
     u = torch.tensor([0.0, 0.2499, 0.25, 0.9999999, 1 - 1e-16], dtype=torch.float64)
-    assert G.inverse_cdf(w, u).tolist() == [1, 1, 4, 4, 4]
+    assert S.inverse_cdf(w, u).tolist() == [1, 1, 4, 4, 4]
 
 
 def test_maximal_coupling_agrees_with_probability_one_minus_tv():
@@ -170,9 +173,9 @@ def test_bad_arguments_fail_before_compute():
 def test_per_chain_temperature_is_each_rows_own_softmax():
     logits = torch.tensor([[2.0, 0.0, -1.0, -math.inf]]).expand(3, 4)
     taus = torch.tensor([0.05, 1.0, 100.0])
-    p = G.probabilities(logits, taus)
+    p = S.probabilities(logits, taus)
     for k, tau in enumerate(taus.tolist()):
-        torch.testing.assert_close(p[k], G.probabilities(logits[:1], tau)[0], rtol=0, atol=0)
+        torch.testing.assert_close(p[k], S.probabilities(logits[:1], tau)[0], rtol=0, atol=0)
     with pytest.raises(ValueError, match=r"tau"):
         G.sample(toy.uniform(3, 4), torch.zeros(3, 3, dtype=torch.long), steps=1,
                  tau=torch.tensor([1.0, 0.0, 1.0]), seed=0)
@@ -267,6 +270,8 @@ def test_step_validates_its_arguments():
         G.step(m, G.init(torch.tensor([[0, -1, 0], [0, 0, 0]])), g, tau=1.0)
     with pytest.raises(ValueError, match="scan"):
         G.step(m, st, g, tau=1.0, scan="sweep")
+    with pytest.raises(ValueError, match="scan"):
+        G.step(m, st, g, tau=1.0, scan=lambda *a: None)
     with pytest.raises(TypeError, match="gen"):
         G.step(m, st, 0, tau=1.0)
     # before the fix a nan tau ran and filled the chain with id 0 ([PAD] on BERT)
@@ -275,8 +280,8 @@ def test_step_validates_its_arguments():
     with pytest.raises(ValueError, match="tau"):
         G.step(cond, G.init(x), g, tau=float("nan"))
     # checked and unchecked steps draw the same chain
-    a = G.step(m, st, torch.Generator().manual_seed(3), tau=0.7)
-    b = G.step(m, st, torch.Generator().manual_seed(3), tau=0.7, check=False)
+    a, _ = G.step(m, st, torch.Generator().manual_seed(3), tau=0.7)
+    b, _ = G.step(m, st, torch.Generator().manual_seed(3), tau=0.7, check=False)
     assert torch.equal(a.tokens, b.tokens) and a.t == b.t == 1
 
 
@@ -286,12 +291,12 @@ def test_inverse_cdf_refuses_rows_without_finite_positive_mass():
     for bad in ([0.0, 0.0, 0.0], [float("nan"), 1.0, 1.0], [float("inf"), 1.0, 0.0]):
         w = torch.cat([good, torch.tensor([bad], dtype=torch.float64)])
         with pytest.raises(ValueError, match=r"weights: row\(s\) \[1\]"):
-            G.inverse_cdf(w, u)
+            S.inverse_cdf(w, u)
     with pytest.raises(ValueError, match="negative"):
-        G.inverse_cdf(torch.tensor([[2.0, -1.0, 0.5]], dtype=torch.float64), u[:1])
+        S.inverse_cdf(torch.tensor([[2.0, -1.0, 0.5]], dtype=torch.float64), u[:1])
     with pytest.raises(ValueError, match="u must"):
-        G.inverse_cdf(good, torch.tensor([1.0], dtype=torch.float64))
-    p = G.probabilities(torch.full((1, 3), -math.inf), 1.0)  # every logit -inf: softmax is nan
+        S.inverse_cdf(good, torch.tensor([1.0], dtype=torch.float64))
+    p = S.probabilities(torch.full((1, 3), -math.inf), 1.0)  # every logit -inf: softmax is nan
     with pytest.raises(ValueError, match="p: row"):
         G.coupled_draw(p, p, u[:1], u[:1], "maximal")
 
@@ -336,6 +341,56 @@ def test_states_outside_the_support_are_refused():
             G.coupling_times(cond, ok, x, tau=1.0, max_steps=5, seed=0)
         with pytest.raises(ValueError, match="state.tokens holds"):
             G.step(cond, G.init(x), torch.Generator(), tau=1.0)
+        with pytest.raises(ValueError, match="support"):
+            G.coupled_step(cond, G.init_coupled(ok, x), torch.Generator(), tau=1.0)
         with pytest.raises(ValueError, match="x0 holds"):
             G.greedy_fixed_point(cond, x)
     assert G.coupling_times(cond, ok, ok.clone(), tau=1.0, max_steps=5, seed=0).times.tolist() == [0, 0]
+
+
+def test_run_drives_plain_and_coupled_chains_like_the_step_functions():
+    """One driver: a hand loop over step / coupled_step gives the same chains as run."""
+    m = toy.potts_chain(5, 3, coupling=0.8)
+    x0 = torch.zeros(6, 5, dtype=torch.long)
+    y0 = torch.full((6, 5), 2, dtype=torch.long)
+    g1, g2 = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
+    st = G.init(x0)
+    for _ in range(25):
+        st, _ = G.step(m, st, g1, tau=0.8)
+    r = G.run(m, G.init(x0), g2, steps=25, tau=0.8)
+    assert torch.equal(st.tokens, r.state.tokens) and r.state.t == st.t == 25
+    g1, g2 = torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
+    cs = G.init_coupled(x0, y0)
+    times = torch.full((6,), 31)
+    for t in range(30):
+        cs, info = G.coupled_step(m, cs, g1, tau=0.8, coupling=G.crn_coupling)
+        times = torch.where((cs.x == cs.y).all(1) & (times > 30), t + 1, times)
+        assert info.values_y is not None
+    r = G.run(m, G.init_coupled(x0, y0), g2, steps=30, tau=0.8, coupling="crn", check_every=1000)
+    assert torch.equal(r.state.x, cs.x) and torch.equal(r.state.y, cs.y)
+    assert torch.equal(r.times, times) and torch.equal(r.coupled, times <= 30)
+
+
+def test_run_keeps_every_row_of_dropped_pairs_in_its_final_state():
+    u = toy.uniform(4, 3)
+    x0 = torch.zeros(32, 4, dtype=torch.long)
+    r = G.run(u, G.init_coupled(x0, x0 + 1), torch.Generator().manual_seed(0), steps=200, tau=1.0,
+              check_every=2, drop_coupled=True)
+    assert r.coupled.all() and r.state.x.shape == (32, 4)
+    assert torch.equal(r.state.x, r.state.y)  # a coupled pair stays equal, dropped or not
+
+
+def test_run_and_coupled_step_refuse_bad_input():
+    m = toy.potts_chain(3, 2)
+    x0 = torch.zeros(2, 3, dtype=torch.long)
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="coupling"):
+        G.coupled_step(m, G.init_coupled(x0, x0), g, tau=1.0, coupling="reflection")
+    with pytest.raises(ValueError, match="same shape"):
+        G.init_coupled(x0, x0[:1])
+    with pytest.raises(ValueError, match="steps"):
+        G.run(m, G.init(x0), g, steps=-1, tau=1.0)
+    with pytest.raises(ValueError, match="record_steps"):
+        G.run(m, G.init(x0), g, steps=3, tau=1.0, record_steps=2)
+    with pytest.raises(TypeError, match="state"):
+        G.run(m, x0, g, steps=3, tau=1.0)

@@ -1,6 +1,6 @@
 """Kill and resume: a checkpointed survey killed with SIGKILL at random points, then resumed.
 
-The survey is eight cells of :func:`tokendyn.mixing.coupling_grid` on a Potts toy, checkpointed in
+The survey is eight cells of :func:`tokendyn.experiments.coupling_grid` on a Potts toy, checkpointed in
 one :class:`~tokendyn.checkpoint.Store`. A worker process runs it; at each kill point it stops and
 the test kills it with SIGKILL. The kill points (``KILL_POINTS``, drawn from a seeded generator so
 every run of the test kills at the same places) are: random forward passes of the sampler, as a
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tokendyn import checkpoint, glauber, mixing, toy
+from tokendyn import checkpoint, experiments, glauber, toy
 
 N_CELLS = 8
 TAUS = [0.8, 2.0]
@@ -47,7 +47,7 @@ def survey(folder: Path) -> dict[str, torch.Tensor]:
     for k in range(N_CELLS):
         x0 = torch.full((16, 6), k % 3, dtype=torch.long)
         y0 = torch.full((16, 6), (k + 1) % 3, dtype=torch.long)
-        res = mixing.coupling_grid(model, x0, y0, taus=TAUS, max_steps=200, seed=k, store=store,
+        res = experiments.coupling_grid(model, x0, y0, taus=TAUS, max_steps=200, seed=k, store=store,
                                    key=f"cell{k}", tag={"survey": "kill-resume"})
         for tau, (times, cens) in res.items():
             out[f"cell{k}/tau{tau}/times"] = times

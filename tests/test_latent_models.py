@@ -7,7 +7,7 @@ from tokendyn.latent import tube
 from tokendyn.latent.image import ImageAEConfig, ImageAutoencoder, digits, load_image_latent
 from tokendyn.latent.text import (TextAEConfig, TextAutoencoder, WordTokenizer, load_text_latent,
                                   sequences)
-from tokendyn.latent.training import init_params
+from tokendyn.training.weights_init import init_weights
 
 
 def test_word_tokenizer_build_encode_decode():
@@ -31,7 +31,7 @@ def test_sequences_are_non_overlapping_windows():
 
 
 def test_text_autoencoder_shapes_and_unit_rms():
-    ae = init_params(TextAutoencoder(TextAEConfig(vocab_size=50, seq_len=6)), torch.Generator().manual_seed(0))
+    ae = init_weights(TextAutoencoder(TextAEConfig(vocab_size=50, seq_len=6)), torch.Generator().manual_seed(0))
     ids = torch.randint(50, (3, 6), generator=torch.Generator().manual_seed(1))
     z = ae.encode(ids)
     assert z.shape == (3, 6, 32)
@@ -41,7 +41,7 @@ def test_text_autoencoder_shapes_and_unit_rms():
 
 @pytest.mark.slow  # the first scikit-learn import alone takes seconds
 def test_image_autoencoder_round_trip_shapes():
-    ae = init_params(ImageAutoencoder(ImageAEConfig()), torch.Generator().manual_seed(0))
+    ae = init_weights(ImageAutoencoder(ImageAEConfig()), torch.Generator().manual_seed(0))
     x = digits("heldout")[:5]
     assert x.shape == (5, 1, 8, 8) and 0.0 <= float(x.min()) and float(x.max()) <= 1.0
     z = ae.encode(x)

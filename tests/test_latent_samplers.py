@@ -9,7 +9,8 @@ from torch import nn
 from tokendyn.latent.flow import FlowConfig, VelocityNet, flow_loss, noise_scale, noise_to
 from tokendyn.latent.samplers import (ode_sample, posterior_mean, sde_sample, terminal_start,
                                       time_grid)
-from tokendyn.latent.training import init_params, train
+from tokendyn.training.loop import train
+from tokendyn.training.weights_init import init_weights
 
 
 class GaussianVelocity(nn.Module):
@@ -122,7 +123,7 @@ def test_bad_sampler_arguments_fail_before_compute(gauss):
 
 
 def tiny_net(seed=0):
-    return init_params(VelocityNet(FlowConfig(dim=3, seq_len=5, width=16, depth=1, heads=2, ff=32)),
+    return init_weights(VelocityNet(FlowConfig(dim=3, seq_len=5, width=16, depth=1, heads=2, ff=32)),
                        torch.Generator().manual_seed(seed))
 
 
@@ -159,3 +160,29 @@ def test_training_lowers_the_loss_and_resumes_to_the_same_weights(tmp_path):
     resumed, _ = run(tmp_path / "b.pt")
     for a, b in zip(straight.parameters(), resumed.parameters()):
         assert torch.equal(a, b)
+
+
+def test_init_and_steps_are_the_samplers_one_step_at_a_time(gauss):
+    from tokendyn.latent import samplers as S
+
+    x = start(4)
+    state = S.init(x, 0.2, 4)
+    assert state.grid == pytest.approx((0.2, 0.4, 0.6, 0.8, 1.0)) and state.t == 0.2 and not state.done
+    infos = []
+    while not state.done:
+        state, info = S.ode_step(gauss, state, S.heun)
+        infos.append(info)
+    assert torch.equal(state.x, ode_sample(gauss, x, 0.2, 4, "heun"))
+    assert [i.t_from for i in infos] == pytest.approx([0.2, 0.4, 0.6, 0.8])
+    # the step's x1_hat is the posterior mean at the time the step starts
+    assert torch.allclose(infos[0].x1_hat, posterior_mean(gauss, x, 0.2), atol=1e-12)
+    with pytest.raises(ValueError, match="already at t = 1"):
+        S.ode_step(gauss, state)
+    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    s = S.init(x, 0.0, 3)
+    while not s.done:
+        s, info = S.sde_step(gauss, s, generator=g1)
+    assert torch.equal(s.x, info.x1_hat)  # the last re-injecting step returns the posterior mean
+    assert torch.equal(s.x, sde_sample(gauss, x, 0.0, 3, generator=g2))
+    with pytest.raises(ValueError, match="method"):
+        S.ode_step(gauss, S.init(x), "rk4")

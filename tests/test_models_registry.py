@@ -107,3 +107,20 @@ def test_load_embedder_leaves_hub_offline_mode_alone(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     # before the fix: "1 True 384", so a later hub load by an online user failed
     assert out.stdout.split()[-3:] == ["None", "False", "384"]
+
+
+# --- Issue 16: importing a model or training module changes no default -------------------------
+
+def test_importing_shipped_and_training_registers_nothing_until_asked():
+    import subprocess
+    import sys
+
+    code = (
+        "import tokendyn.models.shipped, tokendyn.models.tiny, tokendyn.training.mlm, tokendyn.training.latents\n"
+        "from tokendyn.models import available, registry\n"
+        "assert not registry._EMBEDDED, 'shipped models registered on import'\n"
+        "rows = available()\n"
+        "assert registry.DEFAULT_MLM == 'minilm-mlm' and [r['name'] for r in rows if r['default']] == ['minilm-mlm']\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from tokendyn import checkpoint, data, sweep, toy
 from tokendyn import glauber as G
+from tokendyn import sampling as S
 from tokendyn import rectangle as R
 
 CASES = dict(derandomize=True, database=None, deadline=None, print_blob=True,
@@ -97,14 +98,14 @@ def temperatures(draw, b):
     if draw(st.booleans()):
         tau = draw(any_taus)
         ok = (isinstance(tau, (int, float)) and not isinstance(tau, bool)
-              and G.TAU_MIN <= tau <= G.TAU_MAX)
+              and S.TAU_MIN <= tau <= S.TAU_MAX)
         return tau, not ok
     rows = draw(st.sampled_from([b, b, b + 1]))
     wild = rarely(draw, 4)
     vals = draw(st.lists(any_taus.filter(lambda v: not isinstance(v, bool)) if wild else finite_taus,
                          min_size=rows, max_size=rows))
     t = torch.tensor([float(v) for v in vals], dtype=draw(st.sampled_from([torch.float64, torch.float32])))
-    ok = rows == b and all(G.TAU_MIN <= float(v) <= G.TAU_MAX for v in t.tolist())
+    ok = rows == b and all(S.TAU_MIN <= float(v) <= S.TAU_MAX for v in t.tolist())
     return t, not ok
 
 
@@ -114,7 +115,7 @@ def rarely(draw, k: int) -> bool:
 
 
 def _seed_ok(seed):
-    return isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= G.SEED_MAX
+    return isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= S.SEED_MAX
 
 
 def _expect(call, bad_args: dict[str, bool]):
@@ -180,7 +181,7 @@ def test_coupling_times_run_or_name_the_bad_argument(data_):
     tau, tau_bad = data_.draw(temperatures(b))
     max_steps = data_.draw(st.just(-3) if rarely(data_.draw, 8) else st.integers(0, 40))
     check_every = data_.draw(st.just(0) if rarely(data_.draw, 10) else st.sampled_from([64, 1, 5]))
-    coupling = data_.draw(st.just("reflection") if rarely(data_.draw, 10) else st.sampled_from(G.COUPLINGS))
+    coupling = data_.draw(st.just("reflection") if rarely(data_.draw, 10) else st.sampled_from(tuple(G.COUPLINGS)))
     seed = data_.draw(seeds if rarely(data_.draw, 8) else st.integers(0, 2**64 - 1))
     drop = data_.draw(st.booleans())
     same_shape = isinstance(x0, torch.Tensor) and x0.shape == y0.shape
@@ -215,7 +216,7 @@ def test_coupled_pairs_stay_coupled_from_their_coupling_time_on(data_):
     tau = data_.draw(st.floats(0.2, 50.0))
     steps = data_.draw(st.integers(1, 30))
     kw = dict(tau=tau, max_steps=steps, seed=data_.draw(st.integers(0, 2**32)), record_every=1,
-              coupling=data_.draw(st.sampled_from(G.COUPLINGS)), scan=data_.draw(st.sampled_from(SCANS)))
+              coupling=data_.draw(st.sampled_from(tuple(G.COUPLINGS))), scan=data_.draw(st.sampled_from(SCANS)))
     a = G.coupling_times(m, x0, y0, **kw)
     b_ = G.coupling_times(m, y0, x0, **kw)
     assert torch.equal(a.times, b_.times)
@@ -248,7 +249,7 @@ def test_inverse_cdf_draws_a_positive_weight_or_refuses(data_):
     total = w.sum(-1)
     w_bad = bool((w < 0).any()) or not bool((torch.isfinite(total) & (total > 0)).all())
     u_bad = not bool(((u >= 0) & (u < 1)).all())
-    ids = _expect(lambda: G.inverse_cdf(w, u), {"weights": w_bad, "u": u_bad})
+    ids = _expect(lambda: S.inverse_cdf(w, u), {"weights": w_bad, "u": u_bad})
     if ids is not None:
         assert bool((w[torch.arange(b), ids] > 0).all())
 
@@ -273,7 +274,7 @@ def test_rectangle_delta_is_symmetric_or_names_the_bad_argument(data_):
     if rarely(data_.draw, 5):  # an alternative outside the support, or equal to the current
         a2[0] = data_.draw(st.sampled_from([-1, q, int(cur_a[0])] + [v for v in range(q) if m.unsupported[v]]))
     tau = data_.draw(any_taus if rarely(data_.draw, 4) else finite_taus)
-    tau_bad = not (isinstance(tau, (int, float)) and not isinstance(tau, bool) and G.TAU_MIN <= tau <= G.TAU_MAX)
+    tau_bad = not (isinstance(tau, (int, float)) and not isinstance(tau, bool) and S.TAU_MIN <= tau <= S.TAU_MAX)
     xs = x if (not x_bad) else None
     sites_ok = bool(((i >= 0) & (i < n)).all()) and bool((i != j).all())
     a2_bad = b2_bad = False

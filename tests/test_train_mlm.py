@@ -1,18 +1,18 @@
-"""Tests for scripts/train_mlm.py: the masking rule, the schedule, and argument checks."""
+"""Tests for tokendyn.training (masking, schedule, losses, batches) and scripts/train_mlm.py's checks."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+import math
 
 import pytest
 import torch
+from script_runs import run_scripts
 
-_spec = importlib.util.spec_from_file_location(
-    "train_mlm", Path(__file__).resolve().parents[1] / "scripts" / "train_mlm.py")
-train_mlm = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(train_mlm)
-
+from tokendyn.training.corpus import length_batches
+from tokendyn.training.distill import distill_loss
+from tokendyn.training.masking import context_unlikelihood, mask_batch
+from tokendyn.training.mlm import masked_lm_loss
+from tokendyn.training.schedule import lr_at, warmup_cosine
 
 
 class _Tok:
@@ -34,8 +34,8 @@ def _batch():
 
 def test_mask_batch_follows_the_bert_rule_and_is_seeded():
     ids, special = _batch()
-    inp, pos, tgt = train_mlm.mask_batch(ids, _Tok(), special, 0.15, torch.Generator().manual_seed(1))
-    inp2, pos2, tgt2 = train_mlm.mask_batch(ids, _Tok(), special, 0.15, torch.Generator().manual_seed(1))
+    inp, pos, tgt = mask_batch(ids, _Tok(), special, 0.15, torch.Generator().manual_seed(1))
+    inp2, pos2, tgt2 = mask_batch(ids, _Tok(), special, 0.15, torch.Generator().manual_seed(1))
     assert torch.equal(inp, inp2) and torch.equal(pos, pos2)
     assert torch.equal(tgt, ids[pos[:, 0], pos[:, 1]])
     assert not special[ids[pos[:, 0], pos[:, 1]]].any()  # never a special or padding target
@@ -50,19 +50,15 @@ def test_mask_batch_follows_the_bert_rule_and_is_seeded():
 
 
 def test_lr_schedule_warmup_stable_decay():
-    f = lambda s: train_mlm.lr_at(s, 1e-3, steps=100, warmup=10, decay=20)  # noqa: E731
+    f = lambda s: lr_at(s, 1e-3, steps=100, warmup=10, decay=20)  # noqa: E731
     assert f(0) == pytest.approx(1e-4) and f(9) == pytest.approx(1e-3)
     assert f(50) == f(79) == 1e-3
     assert f(90) == pytest.approx(5e-4) and f(99) == pytest.approx(5e-5)
     # the stable phase does not depend on the total, so a run can be lengthened by resuming
-    assert train_mlm.lr_at(60, 1e-3, 200, 10, 40) == f(60)
-
-
-def test_bad_arguments_fail_before_any_work(tmp_path):
-    with pytest.raises(ValueError, match="mask_rate"):
-        train_mlm.main(["--model", "minilm-mlm", "--mask-rate", "0.9", "--ckpt-dir", str(tmp_path)])
-    with pytest.raises(ValueError, match="steps"):
-        train_mlm.main(["--model", "minilm-mlm", "--steps", "0", "--ckpt-dir", str(tmp_path)])
+    assert lr_at(60, 1e-3, 200, 10, 40) == f(60)
+    # warmup-cosine: linear to 1 over the warmup, then down to 0 at the end
+    assert warmup_cosine(0, 1000) == pytest.approx(0.01, rel=1e-3) and warmup_cosine(1000, 1000) == 0.0
+    assert warmup_cosine(99, 1000) == pytest.approx(0.5 * (1 + math.cos(math.pi * 99 / 1000)))
 
 
 def test_context_unlikelihood_penalises_only_wrong_copies_once_each():
@@ -72,17 +68,17 @@ def test_context_unlikelihood_penalises_only_wrong_copies_once_each():
     ids = torch.tensor([[0, 4, 5, 5, 6, 1]])  # window: 4, 5 (twice), 6
     logits = torch.log(torch.tensor([[0.05, 0.05, 0.1, 0.1, 0.3, 0.2, 0.1, 0.1]]))
     rows, targets = torch.tensor([0]), torch.tensor([6])  # the answer 6 also sits in the window
-    got = train_mlm.context_unlikelihood(logits, ids, rows, targets, special)
+    got = context_unlikelihood(logits, ids, rows, targets, special)
     # penalised: 4 and 5 (5 only once), never the answer 6 nor the special ids
     want = -(torch.log1p(-torch.tensor(0.3)) + torch.log1p(-torch.tensor(0.2)))
     assert torch.isclose(got, want)
     # a model that puts no mass on the window's other tokens pays nothing
     clean = torch.log(torch.tensor([[0.2, 0.2, 0.2, 0.2, 1e-12, 1e-12, 0.2, 1e-12]]))
-    assert train_mlm.context_unlikelihood(clean, ids, rows, targets, special) < 1e-9
-    with pytest.raises(SystemExit, match="init-from"):
-        train_mlm.main(["--model", "minilm-mlm", "--init-from", "/nonexistent", "--steps", "1"])
-    with pytest.raises(ValueError, match="unlikelihood"):
-        train_mlm.main(["--model", "minilm-mlm", "--unlikelihood", "-1", "--steps", "1"])
+    assert context_unlikelihood(clean, ids, rows, targets, special) < 1e-9
+    # the training loss adds it with its weight to the plain cross-entropy
+    ce = torch.nn.functional.cross_entropy(logits, targets)
+    assert torch.equal(masked_lm_loss(logits, targets, ids, rows, special), ce)
+    assert torch.isclose(masked_lm_loss(logits, targets, ids, rows, special, unlikelihood=2.0), ce + 2 * want)
 
 
 def test_distill_loss_mixes_the_teacher_only_where_it_gave_a_target():
@@ -97,32 +93,42 @@ def test_distill_loss_mixes_the_teacher_only_where_it_gave_a_target():
         0.7 * -logp[0, 1] + 0.3 * -(0.75 * logp[0, 4] + 0.25 * logp[0, 5]),
         -logp[1, 2],
         0.7 * -logp[2, 3] + 0.3 * -logp[2, 2]]).mean()
-    got = train_mlm.distill_loss(logits, targets, tix, teacher, 0.3)
+    got = distill_loss(logits, targets, tix, teacher, 0.3)
     assert torch.allclose(got, want, atol=1e-6)
     # weight 0 is the plain MLM loss, whatever the teacher says
     plain = torch.nn.functional.cross_entropy(logits, targets)
-    assert torch.allclose(train_mlm.distill_loss(logits, targets, tix, teacher, 0.0), plain, atol=1e-6)
-    assert torch.allclose(train_mlm.distill_loss(logits, targets, torch.full((3,), -1), teacher, 0.9),
+    assert torch.allclose(distill_loss(logits, targets, tix, teacher, 0.0), plain, atol=1e-6)
+    assert torch.allclose(distill_loss(logits, targets, torch.full((3,), -1), teacher, 0.9),
                           plain, atol=1e-6)
-
-
-def test_teacher_argument_is_checked_before_any_work(tmp_path):
-    with pytest.raises(SystemExit, match="--teacher"):
-        train_mlm.main(["--model", "minilm-mlm", "--teacher", str(tmp_path), "--steps", "1",
-                        "--ckpt-dir", str(tmp_path)])
-    with pytest.raises(ValueError, match="teacher_weight"):
-        train_mlm.main(["--model", "minilm-mlm", "--teacher-weight", "1.5", "--steps", "1",
-                        "--ckpt-dir", str(tmp_path)])
+    ids, special = torch.zeros(1, 4, dtype=torch.long), torch.zeros(10, dtype=torch.bool)
+    assert torch.equal(masked_lm_loss(logits, targets, ids, torch.zeros(3, dtype=torch.long), special,
+                                      teacher=teacher, tix=tix, teacher_weight=0.3), got)
 
 
 def test_length_batches_cover_each_row_at_most_once_and_group_lengths():
     g = torch.Generator().manual_seed(0)
     lengths = torch.randint(5, 60, (1000,), generator=g)
-    bs = train_mlm.length_batches(lengths, 32, torch.Generator().manual_seed(1))
+    bs = length_batches(lengths, 32, torch.Generator().manual_seed(1))
     flat = torch.cat(bs)
     assert len(flat) == len(set(flat.tolist())) and all(len(b) == 32 for b in bs)
     assert len(bs) >= 1000 // 32 - 1
     spread = sum(int(lengths[b].max() - lengths[b].min()) for b in bs) / len(bs)
     assert spread < 10  # random batches of 32 span about 50
-    again = train_mlm.length_batches(lengths, 32, torch.Generator().manual_seed(1))
+    again = length_batches(lengths, 32, torch.Generator().manual_seed(1))
     assert all(torch.equal(a, b) for a, b in zip(bs, again))
+
+
+def test_bad_arguments_fail_before_any_work(tmp_path):
+    ck = ["--ckpt-dir", str(tmp_path)]
+    calls = {  # arguments -> what the error must say
+        ("--mask-rate", "0.9"): "ValueError: mask_rate",
+        ("--steps", "0"): "ValueError: steps",
+        ("--init-from", "/nonexistent", "--steps", "1"): "--init-from /nonexistent",
+        ("--unlikelihood", "-1", "--steps", "1"): "ValueError: unlikelihood",
+        ("--teacher", str(tmp_path), "--steps", "1"): f"--teacher {tmp_path}",
+        ("--teacher-weight", "1.5", "--steps", "1"): "ValueError: teacher_weight",
+    }
+    runs = run_scripts([("train_mlm.py", ["--model", "minilm-mlm", *a, *ck]) for a in calls])
+    for (args, want), r in zip(calls.items(), runs):
+        assert r.returncode != 0 and want in r.stderr, (args, r.stderr[-1000:])
+    assert not (tmp_path / "minilm-mlm" / "last.pt").exists()

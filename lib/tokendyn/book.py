@@ -7,6 +7,8 @@ step 8-15x slower on a shared 2-core machine; see the Performance appendix).
 - :func:`setup` picks the thread count (``TOKENDYN_THREADS``, else every core this process may use)
   and the device (``TOKENDYN_DEVICE``, else CUDA when present), silences library chatter that
   would otherwise land in the built pages, and starts the chapter's figure numbering.
+- :func:`fmt` prints a number the way the chapters' checked outputs do, with a word for a missing
+  (nan) or censored (infinite) one.
 - :func:`progress` wraps a loop in a ``tqdm.auto`` bar when a person is watching (Jupyter,
   papermill, a terminal); the book's own builds set ``TOKENDYN_PROGRESS=0`` so pages show none.
 """
@@ -18,6 +20,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import logging  # noqa: E402
+import math  # noqa: E402
 import warnings  # noqa: E402
 from collections.abc import Iterable, Iterator  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
@@ -148,3 +151,20 @@ def describe_mlms(mlms: dict[str, tuple]) -> str:
     from .models import n_params
 
     return ", ".join(f"{k} ({n_params(v[0].model) / 1e6:.1f}M)" for k, v in mlms.items())
+
+
+def fmt(x: float | None, spec: str = ".3g", *, nan: str = "censored", inf: str = "censored") -> str:
+    """``x`` formatted by ``spec``; ``nan`` for None or nan, ``inf`` for an infinite value.
+
+    A censored median or a constant fitted to one is infinite; a crossover outside the grid is nan,
+    and which side of the grid it lies on is the word to print (``nan="above the grid"``).
+    """
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return nan
+    return inf if not math.isfinite(x) else f"{x:{spec}}"
+
+
+def sig(x: float, digits: int = 3) -> float:
+    """``x`` rounded to ``digits`` significant digits, as a float (what a checked output prints,
+    so that round-off below the claim's precision cannot change it)."""
+    return float(f"{x:.{digits}g}")

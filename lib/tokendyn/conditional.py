@@ -94,6 +94,15 @@ _HEADS: dict[str, Callable[[Any], Callable[[Tensor], Tensor]]] = {
 }
 
 
+def mlm_head(model: Any) -> Callable[[Tensor], Tensor] | None:
+    """The vocabulary head of a transformers ``*ForMaskedLM`` as a function of final hidden states
+    ``[..., H] -> [..., V]``, or ``None`` for an architecture not in the table above (then only the
+    full forward pass gives logits). Applying the head only where it is needed (a masked site) is
+    most of the saving in training and evaluation: it is the largest matmul of a small MLM."""
+    arch = type(model).__name__
+    return _HEADS[arch](model) if arch in _HEADS else None
+
+
 def special_ids(tokenizer: Any) -> tuple[int, int, int]:
     """``(cls_id, sep_id, mask_id)`` of a tokenizer: the ``"special"`` wrapping and the mask.
 
@@ -151,8 +160,7 @@ class MLMConditional:
         self.chunk = chunk
         self.cls_id, self.sep_id, self.mask_id = special_ids(self.tokenizer)
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
-        arch = type(self.model).__name__
-        self._head = _HEADS[arch](self.model) if arch in _HEADS else None
+        self._head = mlm_head(self.model)
         self._encoder = self.model.base_model if self._head is not None else None
         # Outside the support: every special token and every head row past the tokenizer's vocab.
         unsupported = torch.zeros(self.vocab_size, dtype=torch.bool)
@@ -200,10 +208,15 @@ class MLMConditional:
         rows = torch.arange(ids.shape[0], device=ids.device)
         pos = sites + self.offset
         ids[rows, pos] = self.mask_id
-        attn = torch.ones_like(ids)
+        return self.logits_at(ids, torch.ones_like(ids), rows, pos)
+
+    def logits_at(self, ids: Tensor, attention_mask: Tensor, rows: Tensor, pos: Tensor) -> Tensor:
+        """Raw head logits ``[M, vocab_size]`` (model dtype, no support mask) at positions
+        ``(rows[m], pos[m])`` of model input ``ids`` / ``attention_mask`` ``[B, L]`` (already
+        wrapped and masked, on :attr:`device`): the encoder runs on the batch, the head only there."""
         if self._head is None:
-            return self.model(input_ids=ids, attention_mask=attn).logits[rows, pos]
-        hidden = self._encoder(input_ids=ids, attention_mask=attn).last_hidden_state
+            return self.model(input_ids=ids, attention_mask=attention_mask).logits[rows, pos]
+        hidden = self._encoder(input_ids=ids, attention_mask=attention_mask).last_hidden_state
         return self._head(hidden[rows, pos])
 
 
@@ -231,3 +244,51 @@ def content_ids(loaded: Any, texts: Sequence[str], n: int) -> Tensor:
 def decode(loaded: Any, tokens: Tensor) -> list[str]:
     """tokens ``[B, n]`` content ids -> ``B`` strings (the tokenizer's own detokenisation)."""
     return [loaded.tokenizer.decode(row.tolist()) for row in tokens.reshape(-1, tokens.shape[-1])]
+
+
+def _token_names(model: ConditionalModel, ids: list[int]) -> str:
+    tok = getattr(model, "tokenizer", None)
+    try:
+        names = tok.convert_ids_to_tokens(ids) if tok is not None else None
+    except Exception:  # a tokenizer that cannot name an id (padded head rows) names nothing
+        names = None
+    return ", ".join(f"{i} ({n})" if names and n is not None else str(i)
+                     for i, n in zip(ids, names or [None] * len(ids)))
+
+
+def check_states(model: ConditionalModel, tokens: Tensor, name: str = "tokens") -> None:
+    """Validate states at a public entry point: ``[B, n]`` integer ids in ``[0, vocab_size)``
+    that are all in the model's support. A model that leaves tokens out of its support (an
+    :class:`~tokendyn.conditional.MLMConditional`: special tokens such as ``[MASK]`` and
+    ``[CLS]``, and head rows past the tokenizer) says so with a boolean ``unsupported`` mask
+    ``[vocab_size]``; a chain can never reach such a token, so a state holding one is refused.
+    Raises ``ValueError`` naming the argument and the offending ids."""
+    if not isinstance(tokens, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids [B, n], got {type(tokens).__name__}")
+    check_tokens(model, tokens, name)
+    n_model = getattr(model, "n", None)  # models with a fixed number of sites (the toys) say so
+    if isinstance(n_model, int) and not isinstance(n_model, bool) and tokens.shape[1] != n_model:
+        raise ValueError(f"{name} must have n={n_model} sites for this model, got {tokens.shape[1]}")
+    check_support(model, tokens, name)
+
+
+def check_support(model: ConditionalModel, ids: Tensor, name: str = "ids") -> None:
+    """Token ids of any shape must be integers in ``[0, vocab_size)`` and in the model's support
+    (see :func:`check_states`). Raises ``ValueError`` naming the argument and the offending ids."""
+    if not isinstance(ids, Tensor) or ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"{name} must be an integer tensor of token ids, got "
+                         f"{ids.dtype if isinstance(ids, Tensor) else type(ids).__name__}")
+    if ids.numel() == 0:
+        return
+    if int(ids.min()) < 0 or int(ids.max()) >= model.vocab_size:
+        raise ValueError(f"{name} must lie in [0, vocab_size={model.vocab_size})")
+    mask = getattr(model, "unsupported", None)
+    if not (isinstance(mask, Tensor) and mask.dtype == torch.bool and mask.dim() == 1
+            and mask.numel() == model.vocab_size):
+        return
+    bad = mask.to(ids.device)[ids.long()]
+    if bool(bad.any()):
+        found = sorted(set(ids[bad].tolist()))
+        raise ValueError(f"{name} holds {len(found)} token id(s) outside the model's support "
+                         f"(special tokens or padded vocabulary rows, which no chain can reach): "
+                         f"{_token_names(model, found[:8])}{' ...' if len(found) > 8 else ''}")

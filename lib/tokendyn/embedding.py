@@ -44,6 +44,19 @@ def pca(x: torch.Tensor, k: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
     return (xc @ comps.T).float(), ratio.float()
 
 
+def within_across(cosine: torch.Tensor, labels: Sequence[str]) -> tuple[float, float]:
+    """Mean cosine between different items of the same label, and between items of different labels.
+
+    ``cosine`` [N, N] (from :func:`cosine_matrix`), ``labels`` N strings -> ``(within, across)``,
+    each a mean over all such ordered pairs (an item with itself excluded).
+    """
+    if cosine.shape != (len(labels), len(labels)):
+        raise ValueError(f"cosine must be [N, N] with N = len(labels) = {len(labels)}, got {tuple(cosine.shape)}")
+    same = torch.tensor([[a == b for b in labels] for a in labels])
+    off_diag = ~torch.eye(len(labels), dtype=torch.bool)
+    return cosine[same & off_diag].mean().item(), cosine[~same].mean().item()
+
+
 def topic_separation(emb: torch.Tensor, labels: Sequence[str]) -> torch.Tensor:
     """Per item: mean cosine to the other items of its label minus mean cosine to other labels.
 

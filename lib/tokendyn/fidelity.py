@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from . import glauber, mixing, rectangle
+from . import glauber, rectangle, sampling
+from .diagnostics import survival
 from .checks import check_range
 from .conditional import ConditionalModel
 
@@ -49,7 +50,7 @@ def conditional_kl(ref: ConditionalModel, test: ConditionalModel, x: Tensor, sit
     _same_support(ref, test)
     taus = [float(t) for t in taus]
     for t in taus:
-        glauber.check_tau(t)
+        sampling.check_tau(t)
     lr = ref.site_logits(x, sites).double()
     lt = test.site_logits(x, sites).double()
     kls = []
@@ -76,8 +77,8 @@ class PairedCoupling:
     def medians(self) -> tuple[float, float]:
         """Kaplan-Meier medians (inf when more than half are censored)."""
         grid = torch.arange(self.max_steps + 2.0)
-        return (mixing.survival(self.times_ref, self.censored_ref, grid).median(),
-                mixing.survival(self.times_test, self.censored_test, grid).median())
+        return (survival(self.times_ref, self.censored_ref, grid).median(),
+                survival(self.times_test, self.censored_test, grid).median())
 
 
 def paired_coupling(ref: ConditionalModel, test: ConditionalModel, x0: Tensor, y0: Tensor, *,
@@ -94,8 +95,8 @@ def paired_coupling(ref: ConditionalModel, test: ConditionalModel, x0: Tensor, y
     grid = torch.arange(max_steps + 2.0)
     ta, ca = a.times.cpu().double(), (~a.coupled).cpu()
     tb, cb = b.times.cpu().double(), (~b.coupled).cpu()
-    sa = mixing.survival(ta, ca, grid)
-    sb = mixing.survival(tb, cb, grid)
+    sa = survival(ta, ca, grid)
+    sb = survival(tb, cb, grid)
     gap = float((sa.surv - sb.surv).abs().max())
     return PairedCoupling(ta, ca, tb, cb, gap, max_steps)
 

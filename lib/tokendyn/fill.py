@@ -1,8 +1,8 @@
 """Reading a model's local conditionals at every site of a sequence (the getting-started view).
 
 For each site ``i`` of a content sequence, ``p_tau(. | x_-i)`` is what one Glauber step at ``i``
-samples from. :func:`site_conditionals` evaluates it at all sites at once (one batched call of
-``site_logits`` with one row per site) and summarises it.
+samples from. :func:`all_site_logits` evaluates it at all sites at once (one batched call of
+``site_logits`` with one row per site) and :func:`site_conditionals` summarises it.
 """
 
 from __future__ import annotations
@@ -32,6 +32,16 @@ class SiteConditionals:
     is_argmax: Tensor
 
 
+def all_site_logits(model: ConditionalModel, x: Tensor) -> Tensor:
+    """Masked logits at every site of each state: x ``[B, n]`` -> ``[B, n, V]`` at ``tau = 1``
+    (one ``site_logits`` call with ``B n`` rows: row ``(b, i)`` is state ``b`` with site ``i``
+    masked). For real text (tokenizer, truncation, unscored ``[UNK]``) see
+    :func:`tokendyn.evaluation.pseudo_ppl.text_site_logits`."""
+    b, n = x.shape
+    sites = torch.arange(n, device=x.device).repeat(b)
+    return model.site_logits(x.repeat_interleave(n, 0), sites).reshape(b, n, -1)
+
+
 @torch.inference_mode()
 def site_conditionals(model: ConditionalModel, tokens: Tensor, *, tau: float = 1.0,
                       k: int = 5) -> SiteConditionals:
@@ -42,7 +52,7 @@ def site_conditionals(model: ConditionalModel, tokens: Tensor, *, tau: float = 1
         raise ValueError(f"tokens must be one sequence [n], got shape {tuple(tokens.shape)}")
     check_tokens(model, tokens.unsqueeze(0))
     n = tokens.shape[0]
-    logits = model.site_logits(tokens.expand(n, n).contiguous(), torch.arange(n)).double() / tau
+    logits = all_site_logits(model, tokens.unsqueeze(0))[0].double() / tau
     logp = torch.log_softmax(logits, -1)
     p = logp.exp()
     ent = -(p * logp.nan_to_num(neginf=0.0)).sum(-1)

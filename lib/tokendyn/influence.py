@@ -28,8 +28,8 @@ from torch import Tensor
 
 from .checks import check_choice, check_range
 from .conditional import ConditionalModel, check_tokens
-from .glauber import check_tau, make_generator, probabilities
-from .rectangle import PROTOCOLS, choose_alternatives
+from .fill import all_site_logits
+from .sampling import PROTOCOLS, check_tau, choose_alternatives, make_generator, probabilities
 from .toy import PairwiseConditional, all_states
 
 
@@ -173,13 +173,6 @@ def crossing_bracket(taus: Sequence[float] | Tensor, values: Tensor, level: floa
     return t[-1], math.inf
 
 
-def all_site_logits(model: ConditionalModel, x: Tensor) -> Tensor:
-    """Masked logits at every site: x ``[B, n]`` -> ``[B, n, V]`` (``B n`` evaluations)."""
-    b, n = x.shape
-    sites = torch.arange(n, device=x.device).repeat(b)
-    return model.site_logits(x.repeat_interleave(n, 0), sites).reshape(b, n, -1)
-
-
 def site_margins(model: ConditionalModel, x: Tensor) -> Tensor:
     """Logit margin of each current token over its best alternative, at ``tau = 1``:
     x ``[B, n]`` -> ``[B, n]``. Positive everywhere iff ``x`` is a perfect trap (all argmax)."""
@@ -206,6 +199,20 @@ def leave_probability(model: ConditionalModel, x: Tensor, tau: float) -> Tensor:
     p = probabilities(all_site_logits(model, x), tau)
     stay = p.gather(-1, x.unsqueeze(-1)).squeeze(-1)
     return (1 - stay).mean(-1)
+
+
+def closest_leave_temperature(model: ConditionalModel, x: Tensor, taus: Sequence[float],
+                              target: float) -> tuple[float, float]:
+    """The grid temperature whose exact leave probability from ``x`` ``[1, n]`` is closest to
+    ``target`` on a log scale: returns ``(tau, q)``, the first such tau of ``taus`` on a tie."""
+    check_range("target", target, 0.0, 1.0, lo_open=True)
+    if x.dim() != 2 or x.shape[0] != 1:
+        raise ValueError(f"x must be one state [1, n], got {tuple(x.shape)}")
+    if len(taus) == 0:
+        raise ValueError("taus is empty")
+    qs = [float(leave_probability(model, x, t)[0]) for t in taus]
+    k = min(range(len(qs)), key=lambda k: abs(math.log(max(qs[k], 1e-300) / target)))
+    return taus[k], qs[k]
 
 
 def first_exit_times(trajectory: Tensor) -> tuple[Tensor, Tensor]:

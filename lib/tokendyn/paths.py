@@ -34,26 +34,24 @@ def assets_dir() -> Path:
     return Path(env) if env else Path(sys.prefix) / "share" / "tokendyn"
 
 
-def node_modules() -> Path:
-    """npm packages installed by the set-up (``js/node_modules`` in a checkout)."""
-    env = os.environ.get("TOKENDYN_NODE_MODULES")
-    if env:
-        return Path(env)
+def _in_checkout(env: str, sub: str) -> Path:
+    """``$env`` if set, else ``<checkout>/<sub>``; without either, an error naming ``env``."""
+    if os.environ.get(env):
+        return Path(os.environ[env])
     root = repo_root()
     if root is None:
-        raise FileNotFoundError("set TOKENDYN_NODE_MODULES: no checkout found to hold js/node_modules")
-    return root / "js" / "node_modules"
+        raise FileNotFoundError(f"set {env}: no checkout found to hold {sub}")
+    return root / sub
+
+
+def node_modules() -> Path:
+    """npm packages installed by the set-up (``js/node_modules`` in a checkout)."""
+    return _in_checkout("TOKENDYN_NODE_MODULES", "js/node_modules")
 
 
 def data_dir() -> Path:
     """The committed ``data/`` folder: shipped weights, probe sets, provenance notes."""
-    env = os.environ.get("TOKENDYN_DATA")
-    if env:
-        return Path(env)
-    root = repo_root()
-    if root is None:
-        raise FileNotFoundError("set TOKENDYN_DATA: no checkout found to hold data/")
-    return root / "data"
+    return _in_checkout("TOKENDYN_DATA", "data")
 
 
 def results_dir() -> Path:

@@ -28,10 +28,9 @@ import torch
 from torch import Tensor
 
 from .checks import check_choice, check_range
-from .conditional import ConditionalModel
-from .glauber import check_states, check_support, check_tau, make_generator
+from .conditional import ConditionalModel, check_states, check_support
+from .sampling import PROTOCOLS, check_tau, choose_alternatives, make_generator
 
-PROTOCOLS = ("model", "uniform")
 
 
 @dataclass(frozen=True)
@@ -180,21 +179,6 @@ def ar_delta(ar: Any, x: Tensor, i: Tensor, j: Tensor, a_new: Tensor, b_new: Ten
     z = _with(y, j, b_new)
     lp = ar_log_joint(ar, torch.cat([x, y, w, z])).chunk(4)
     return delta_from_log_joint(*lp)
-
-
-def choose_alternatives(logits: Tensor, exclude: Tensor, k: int, protocol: str, tau: float,
-                                gen: torch.Generator) -> Tensor:
-    """``k`` distinct ids per row ``[B, k]`` from the support (finite ``logits`` ``[B, V]``) minus
-    ``exclude`` ``[B]``: weighted by ``p_tau`` (``"model"``) or uniform. Gumbel top-k, which is
-    exact sampling without replacement, in float64."""
-    w = logits.double() / tau if protocol == "model" else torch.zeros_like(logits, dtype=torch.float64)
-    w = w.masked_fill(~torch.isfinite(logits), float("-inf"))
-    w = w.scatter(-1, exclude.unsqueeze(-1), float("-inf"))
-    if bool((torch.isfinite(w).sum(-1) < k).any()):
-        raise ValueError(f"the support minus the current token has fewer than k={k} tokens")
-    u = torch.rand(w.shape, generator=gen, device=w.device, dtype=torch.float64)
-    gumbel = -torch.log(-torch.log(u.clamp_min(1e-300)))
-    return (w + gumbel).topk(k, dim=-1).indices
 
 
 def draw_sites(b: int, n: int, gen: torch.Generator, gap: int | None = None) -> tuple[Tensor, Tensor]:

@@ -9,10 +9,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .checks import check_range
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,33 @@ def ratio_interval(k_a: int, n_a: int, k_b: int, n_b: int, *, n_boot: int = 2000
     a = (1 - level) / 2
     value = (k_a / n_a) / max(k_b / n_b, floor_b)
     return Estimate(value, float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a)), n_a + n_b, level)
+
+
+def _quantile(q: float) -> Callable[[Any], float]:
+    """A named aggregation for pandas: the ``q`` quantile of a group (linear interpolation)."""
+    def agg(s: Any) -> float:
+        return s.quantile(q)
+    agg.__name__ = f"q{round(100 * q)}"
+    return agg
+
+
+def group_summary(frame: pd.DataFrame, by: Sequence[str], column: str, *, seed: int = 0,
+                  level: float = 0.95) -> tuple[pd.DataFrame, dict[tuple, Estimate]]:
+    """Per group of ``frame`` (rows grouped by the columns ``by``): the mean, median and quartiles
+    of ``column``, and a seeded :func:`bootstrap` interval on the mean.
+
+    Returns ``(summary, intervals)``: ``summary`` has one row per group (sorted by ``by``), the
+    columns ``by`` then ``mean``, ``median``, ``q25``, ``q75`` and ``"mean 95% CI"`` (the interval
+    as text, 2 decimals; the percentage is ``level``); ``intervals`` maps each group's key tuple -> its :class:`Estimate`.
+    """
+    by = list(by)
+    groups = frame.groupby(by)[column]
+    summary = groups.agg(mean="mean", median="median", q25=_quantile(0.25), q75=_quantile(0.75)).reset_index()
+    intervals = {(key if isinstance(key, tuple) else (key,)): bootstrap(g.to_numpy(), seed=seed, level=level)
+                 for key, g in groups}
+    summary[f"mean {level:.0%} CI"] = [f"[{intervals[k].lo:.2f}, {intervals[k].hi:.2f}]"
+                                       for k in summary[by].itertuples(index=False, name=None)]
+    return summary, intervals
 
 
 def _z(level: float) -> float:

@@ -14,7 +14,10 @@
 - :func:`uniform` is the ``tau = inf`` model: every conditional uniform over ``q`` tokens.
 
 The exact Markov kernels (:func:`transition_matrix`) and stationary laws (:func:`stationary`) are
-computed by enumerating all ``q^n`` states in float64, for checks and the theory chapter.
+computed by enumerating all ``q^n`` states in float64, for checks and the theory chapter. Exact
+laws to check measured curves against: the coupon-collector coupling time of the uniform model
+(:func:`coupon_collector_mean`, :func:`coupon_collector_survival`) and the exact pair TV of a
+kernel (:func:`pair_tv`).
 """
 
 from __future__ import annotations
@@ -220,3 +223,45 @@ def coupon_collector_mean(n: int) -> float:
     """``n * H_n``: the mean time to visit all ``n`` sites with uniform random picks."""
     check_range("n", n, 1, integer=True)
     return n * math.fsum(1.0 / k for k in range(1, n + 1))
+
+
+def coupon_collector_survival(n: int, t_max: int) -> torch.Tensor:
+    """Exact ``P(T > t)`` for t = 0..t_max, T the coupon-collector time over n sites.
+
+    This is the law of the maximal-coupling time of two uniform-model chains whose n sites all
+    start different: a chosen site couples with probability 1 and stays coupled. Computed by
+    dynamic programming over the number of uncovered sites (stable, unlike inclusion-exclusion).
+    Returns [t_max + 1] float64.
+    """
+    check_range("n", n, 1, None, integer=True)
+    check_range("t_max", t_max, 0, None, integer=True)
+    p = torch.zeros(n + 1, dtype=torch.float64)  # p[m] = P(m sites still uncovered)
+    p[n] = 1.0
+    m = torch.arange(n + 1, dtype=torch.float64)
+    out = torch.empty(t_max + 1, dtype=torch.float64)
+    out[0] = 1.0 - p[0]
+    for t in range(1, t_max + 1):
+        cover = p * m / n  # mass that covers a new site this step
+        p = p - cover
+        p[:-1] += cover[1:]
+        out[t] = 1.0 - p[0]
+    return out
+
+
+def pair_tv(P: torch.Tensor, ix: int, iy: int, steps: int) -> torch.Tensor:
+    """Exact ``TV(P^t(x, .), P^t(y, .))`` for t = 0..steps from a kernel ``P`` [S, S] -> [steps + 1].
+
+    For any coupling of chains started at x and y this is at most ``P(T_xy > t)``: the exact
+    lower curve the measured coupling survival must lie above.
+    """
+    check_range("steps", steps, 0, integer=True)
+    S = P.shape[0]
+    for name, i in (("ix", ix), ("iy", iy)):
+        check_range(name, i, 0, S - 1, integer=True)
+    rows = torch.zeros(2, S, dtype=torch.float64)
+    rows[0, ix] = rows[1, iy] = 1.0
+    out = torch.empty(steps + 1, dtype=torch.float64)
+    for t in range(steps + 1):
+        out[t] = 0.5 * (rows[0] - rows[1]).abs().sum()
+        rows = rows @ P.double()
+    return out

@@ -14,8 +14,9 @@ image-VAE weights reach this offline environment, so we train small analogues wi
   step, on the same network;
 - :mod:`.tube`: margins to the readout's decision boundaries, the tube mass F(r), flip rates, the
   oracle roll-in, structured against norm-matched isotropic residuals, and DABI;
-- :mod:`.bigram`: a smoothed bigram perplexity and repetition rate for generated tokens;
-- :mod:`.training`: seeded initialisation and the resumable training loop.
+- :mod:`.bigram`: a smoothed bigram perplexity and repetition rate for generated tokens.
+
+They are trained with :mod:`tokendyn.training` (seeded initialisation, the resumable loop).
 
 The shipped weights (``data/models/{text,image}-latent``, made by ``scripts/train_latents.py``) load
 with :func:`.text.load_text_latent` and :func:`.image.load_image_latent`.

@@ -16,8 +16,10 @@ which is the *effective noise scale* of a posterior-mean step taken from ``t`` (
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -95,3 +97,20 @@ def flow_loss(net: VelocityNet, x1: torch.Tensor, generator: torch.Generator) ->
     t = torch.rand(x1.shape[0], generator=generator).to(x1.device)
     xt, eps = noise_to(x1, t, generator)
     return ((net(xt, t) - (x1 - eps)) ** 2).mean()
+
+
+def load_autoencoder_and_flow(d: Path, kind: str, autoencoder: type[nn.Module],
+                              config: type) -> tuple[nn.Module, VelocityNet, dict]:
+    """A shipped latent model folder ``d`` -> ``(autoencoder, flow, config dict)`` in eval mode,
+    from ``config.json`` and two safetensors files. ``kind`` (``"text"``, ``"image"``) names the
+    ``scripts/train_latents.py`` command that rebuilds a missing folder."""
+    from safetensors.torch import load_file
+
+    if not (d / "config.json").is_file():
+        raise FileNotFoundError(f"{d} holds no {kind} latent model: run `python scripts/train_latents.py {kind}`")
+    cfg = json.loads((d / "config.json").read_text())
+    ae = autoencoder(config(**cfg["autoencoder"]))
+    ae.load_state_dict(load_file(d / "autoencoder.safetensors"))
+    flow = VelocityNet(FlowConfig(**cfg["flow"]))
+    flow.load_state_dict(load_file(d / "flow.safetensors"))
+    return ae.eval(), flow.eval(), cfg

@@ -10,7 +10,6 @@ latent gives a small change of pixels, and there is no decision boundary to cros
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from torch import nn
 
 from ..checks import check_choice, check_range
 from ..paths import data_dir
-from .flow import FlowConfig, VelocityNet
+from .flow import VelocityNet, load_autoencoder_and_flow
 
 SPLITS = ("train", "heldout")
 
@@ -106,14 +105,6 @@ def model_dir() -> Path:
 
 def load_image_latent(path: str | Path | None = None) -> ImageLatent:
     """Load the shipped image latent model (safetensors + JSON) from ``path`` or :func:`model_dir`."""
-    from safetensors.torch import load_file
-
-    d = Path(path) if path is not None else model_dir()
-    if not (d / "config.json").is_file():
-        raise FileNotFoundError(f"{d} holds no image latent model: run `python scripts/train_latents.py image`")
-    cfg = json.loads((d / "config.json").read_text())
-    ae = ImageAutoencoder(ImageAEConfig(**cfg["autoencoder"]))
-    ae.load_state_dict(load_file(d / "autoencoder.safetensors"))
-    flow = VelocityNet(FlowConfig(**cfg["flow"]))
-    flow.load_state_dict(load_file(d / "flow.safetensors"))
-    return ImageLatent(ae.eval(), flow.eval(), cfg)
+    ae, flow, cfg = load_autoencoder_and_flow(Path(path) if path is not None else model_dir(), "image",
+                                              ImageAutoencoder, ImageAEConfig)
+    return ImageLatent(ae, flow, cfg)

@@ -3,16 +3,23 @@
 All samplers run on the uniform grid ``t0 = t_0 < t_1 < ... < t_K = 1`` (K steps). The last step of
 every sampler here lands on ``t = 1`` from ``t_{K-1} = 1 - (1 - t0) / K``; for Euler and the SDE
 that step outputs the posterior mean ``E[x1 | x_{t_{K-1}}]`` (see :mod:`.flow`).
+
+As for Glauber chains, a sampler is an :func:`init` / step pair over an explicit
+:class:`FlowState`: :func:`ode_step` (its integrator a function, :func:`euler` or :func:`heun`)
+and :func:`sde_step`, each returning ``(state, FlowInfo)``; :func:`run` drives either to
+``t = 1``, and :func:`ode_sample` / :func:`sde_sample` are that loop in one call.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
 from ..checks import check_choice, check_range
 from .flow import VelocityNet
 
-METHODS = ("euler", "heun")
 
 
 def _check(x: torch.Tensor, t0: float, steps: int) -> None:
@@ -42,44 +49,129 @@ def posterior_mean(net: VelocityNet, x: torch.Tensor, t: float) -> torch.Tensor:
     return x + (1.0 - t) * net(x, tt)
 
 
+@dataclass(frozen=True)
+class FlowState:
+    """Latents ``x`` ``[B, L, d]`` at ``grid[k]`` of a uniform time grid ``grid`` (``K + 1`` floats)."""
+
+    x: torch.Tensor
+    k: int
+    grid: tuple[float, ...]
+
+    @property
+    def t(self) -> float:
+        return self.grid[self.k]
+
+    @property
+    def done(self) -> bool:
+        return self.k == len(self.grid) - 1
+
+
+@dataclass(frozen=True)
+class FlowInfo:
+    """One step from time ``t_from`` to ``t_to``; ``x1_hat`` ``[B, L, d]`` is the step's estimate of
+    the clean latent ``E[x1 | x_{t_from}] ~ x + (1 - t_from) v(x, t_from)``."""
+
+    t_from: float
+    t_to: float
+    x1_hat: torch.Tensor
+
+
+Integrator = Callable[[VelocityNet, torch.Tensor, float, float], tuple[torch.Tensor, torch.Tensor]]
+"""``(net, x, a, b) -> (x at b, velocity at (x, a))``: one deterministic step of ``dx/dt = v``."""
+
+
+def _times(x: torch.Tensor, t: float) -> torch.Tensor:
+    return torch.full((x.shape[0],), float(t), dtype=x.dtype, device=x.device)
+
+
+def euler(net: VelocityNet, x: torch.Tensor, a: float, b: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """One Euler step ``x + (b - a) v(x, a)``: one network call."""
+    va = net(x, _times(x, a))
+    return x + (b - a) * va, va
+
+
+def heun(net: VelocityNet, x: torch.Tensor, a: float, b: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """One Heun step (second order): an Euler predictor, then the mean of both slopes. Two calls."""
+    va = net(x, _times(x, a))
+    xe = x + (b - a) * va
+    vb = net(xe, _times(x, b))
+    return x + (b - a) * 0.5 * (va + vb), va
+
+
+METHODS: dict[str, Integrator] = {"euler": euler, "heun": heun}
+
+
+def init(x: torch.Tensor, t0: float = 0.0, steps: int = 4) -> FlowState:
+    """Start at ``x`` ``[B, L, d]`` (the state at ``t0``; pure noise when ``t0 = 0``) on the uniform
+    grid of ``steps`` steps to ``t = 1``."""
+    _check(x, t0, steps)
+    return FlowState(x=x, k=0, grid=tuple(time_grid(t0, steps).tolist()))
+
+
+def _check_state(state: FlowState) -> None:
+    if not isinstance(state, FlowState):
+        raise TypeError(f"state must be a FlowState (see init), got {type(state).__name__}")
+    if state.done:
+        raise ValueError(f"state is already at t = 1 (step {state.k} of {len(state.grid) - 1})")
+
+
+@torch.no_grad()
+def ode_step(net: VelocityNet, state: FlowState, method: str | Integrator = "euler") -> tuple[FlowState, FlowInfo]:
+    """One deterministic step of ``dx/dt = v(x, t)`` to the next grid time -> ``(state, info)``."""
+    _check_state(state)
+    fn = method if method in METHODS.values() else METHODS[_method(method)]
+    a, b = state.grid[state.k], state.grid[state.k + 1]
+    x, va = fn(net, state.x, a, b)
+    return FlowState(x=x, k=state.k + 1, grid=state.grid), FlowInfo(a, b, state.x + (1.0 - a) * va)
+
+
+@torch.no_grad()
+def sde_step(net: VelocityNet, state: FlowState, *, generator: torch.Generator) -> tuple[FlowState, FlowInfo]:
+    """Stochastic re-injection: jump to the posterior mean ``x1_hat = E[x1 | x]``, then re-noise it
+    afresh, ``x <- t' x1_hat + (1 - t') eps`` with new ``eps ~ N(0, I)`` from ``generator``; the
+    step that reaches ``t = 1`` returns ``x1_hat`` itself. -> ``(state, info)``."""
+    _check_state(state)
+    a, b = state.grid[state.k], state.grid[state.k + 1]
+    x1_hat = posterior_mean(net, state.x, a)
+    if b >= 1.0:
+        x = x1_hat
+    else:
+        eps = torch.randn(state.x.shape, generator=generator, dtype=state.x.dtype).to(state.x.device)
+        x = b * x1_hat + (1.0 - b) * eps
+    return FlowState(x=x, k=state.k + 1, grid=state.grid), FlowInfo(a, b, x1_hat)
+
+
+def _method(method: str | Integrator) -> str:
+    if callable(method):
+        raise ValueError(f"method must be one of {list(METHODS)} or their functions, got {method!r}")
+    check_choice("method", method, tuple(METHODS))
+    return method
+
+
+def run(state: FlowState, step: Callable[[FlowState], tuple[FlowState, FlowInfo]]) -> FlowState:
+    """Apply ``step`` (e.g. ``lambda s: ode_step(net, s)``) until the state reaches ``t = 1``."""
+    while not state.done:
+        state, _ = step(state)
+    return state
+
+
 @torch.no_grad()
 def ode_sample(net: VelocityNet, x: torch.Tensor, t0: float = 0.0, steps: int = 4,
-               method: str = "euler") -> torch.Tensor:
+               method: str | Integrator = "euler") -> torch.Tensor:
     """Integrate ``dx/dt = v(x, t)`` from ``t0`` to 1 in ``steps`` uniform steps; no randomness.
 
     ``x`` ``[B, L, d]`` is the state at ``t0`` (pure noise when ``t0 = 0``). ``method`` is ``"euler"``
-    or ``"heun"`` (second order, two network calls a step). Returns the latents at ``t = 1``.
+    or ``"heun"`` (second order, two network calls a step), or either function. Returns the
+    latents at ``t = 1``.
     """
-    _check(x, t0, steps)
-    check_choice("method", method, METHODS)
-    grid = time_grid(t0, steps).tolist()
-    for a, b in zip(grid[:-1], grid[1:]):
-        ta = torch.full((x.shape[0],), a, dtype=x.dtype, device=x.device)
-        va = net(x, ta)
-        if method == "euler":
-            x = x + (b - a) * va
-        else:
-            xe = x + (b - a) * va
-            vb = net(xe, torch.full_like(ta, b))
-            x = x + (b - a) * 0.5 * (va + vb)
-    return x
+    state = init(x, t0, steps)
+    fn = method if method in METHODS.values() else METHODS[_method(method)]
+    return run(state, lambda s: ode_step(net, s, fn)).x
 
 
 @torch.no_grad()
 def sde_sample(net: VelocityNet, x: torch.Tensor, t0: float = 0.0, steps: int = 4, *,
                generator: torch.Generator) -> torch.Tensor:
-    """Stochastic re-injection: at every step jump to the posterior mean, then re-noise it afresh.
-
-    From ``x`` at ``t_k``: ``x1_hat = E[x1 | x]``, then ``x <- t_{k+1} x1_hat + (1 - t_{k+1}) eps``
-    with new ``eps ~ N(0, I)`` drawn from ``generator``. Same network and grid as :func:`ode_sample`;
-    the last step returns ``x1_hat``. ``x`` ``[B, L, d]`` -> ``[B, L, d]``.
-    """
-    _check(x, t0, steps)
-    grid = time_grid(t0, steps).tolist()
-    for a, b in zip(grid[:-1], grid[1:]):
-        x1_hat = posterior_mean(net, x, a)
-        if b >= 1.0:
-            return x1_hat
-        eps = torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device)
-        x = b * x1_hat + (1.0 - b) * eps
-    return x
+    """Stochastic re-injection from ``x`` at ``t0`` to ``t = 1`` (see :func:`sde_step`). Same network
+    and grid as :func:`ode_sample`; ``x`` ``[B, L, d]`` -> ``[B, L, d]``."""
+    return run(init(x, t0, steps), lambda s: sde_step(net, s, generator=generator)).x

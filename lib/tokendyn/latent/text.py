@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import Counter
@@ -25,8 +24,9 @@ import torch
 from torch import nn
 
 from ..checks import check_choice, check_range
+from ..evaluation.heldout import is_heldout
 from ..paths import data_dir
-from .flow import FlowConfig, VelocityNet
+from .flow import VelocityNet, load_autoencoder_and_flow
 
 _WORD = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
 UNK = "[unk]"
@@ -72,19 +72,16 @@ class WordTokenizer:
         return cls(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
-def _is_heldout(text: str, seed: int, every: int) -> bool:
-    return int(hashlib.sha256(f"{seed}:{text}".encode()).hexdigest(), 16) % every == 0
-
-
 def split_documents(source: str = "wiki", split: str = "train", *, seed: int = 0,
                     heldout_every: int = 20) -> list[str]:
-    """Documents of ``source`` in one split: about one in ``heldout_every`` is held out, by hash."""
+    """Documents of ``source`` in one split: about one in ``heldout_every`` is held out, by a hash
+    salted with ``seed`` (:func:`tokendyn.evaluation.heldout.is_heldout`)."""
     from ..data import corpus
 
     check_choice("split", split, SPLITS)
     check_range("heldout_every", heldout_every, 2, None, integer=True)
     want = split == "heldout"
-    return [d for d in corpus(source) if _is_heldout(d, seed, heldout_every) == want]
+    return [d for d in corpus(source) if is_heldout(d, heldout_every, seed) == want]
 
 
 def sequences(tokenizer: WordTokenizer, docs: list[str], seq_len: int = 32) -> torch.Tensor:
@@ -188,14 +185,6 @@ def model_dir() -> Path:
 
 def load_text_latent(path: str | Path | None = None) -> TextLatent:
     """Load the shipped text latent model (safetensors + JSON) from ``path`` or :func:`model_dir`."""
-    from safetensors.torch import load_file
-
     d = Path(path) if path is not None else model_dir()
-    if not (d / "config.json").is_file():
-        raise FileNotFoundError(f"{d} holds no text latent model: run `python scripts/train_latents.py text`")
-    cfg = json.loads((d / "config.json").read_text())
-    ae = TextAutoencoder(TextAEConfig(**cfg["autoencoder"]))
-    ae.load_state_dict(load_file(d / "autoencoder.safetensors"))
-    flow = VelocityNet(FlowConfig(**cfg["flow"]))
-    flow.load_state_dict(load_file(d / "flow.safetensors"))
-    return TextLatent(WordTokenizer.load(d / "vocab.json"), ae.eval(), flow.eval(), cfg)
+    ae, flow, cfg = load_autoencoder_and_flow(d, "text", TextAutoencoder, TextAEConfig)
+    return TextLatent(WordTokenizer.load(d / "vocab.json"), ae, flow, cfg)

@@ -62,6 +62,11 @@ def flip_rate(reference: torch.Tensor, decoded: torch.Tensor) -> float:
     return float((reference != decoded).double().mean())
 
 
+def unit(v: torch.Tensor) -> torch.Tensor:
+    """Each vector of ``v`` ``[..., d]`` scaled to norm 1 (a zero vector stays zero) -> ``[..., d]``."""
+    return v / v.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
 def isotropic_like(residual: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """A Gaussian direction per latent vector with the same norm as ``residual`` ``[..., d]`` -> ``[..., d]``."""
     g = torch.randn(residual.shape, generator=generator, dtype=residual.dtype).to(residual.device)
@@ -202,3 +207,35 @@ def dabi(loss: Callable[[torch.Tensor], float], clean: torch.Tensor, residual: t
     num = loss(clean + residual) - base
     den = loss(clean + isotropic_like(residual, generator)) - base
     return float(num / den) if den > 0 else float("inf")
+
+
+def flip_score(decode: Callable[[torch.Tensor], torch.Tensor], reference: torch.Tensor, x1: torch.Tensor,
+               generator: torch.Generator) -> Callable[[torch.Tensor], dict[str, float]]:
+    """The :func:`rollin_curve` metric that scores terminal latents ``x_hat`` by
+    :func:`residual_flips` against the clean ``x1`` ``[B, L, d]`` and ``reference`` ids ``[B, L]``:
+    structured and isotropic flip rates and the residual's RMS. ``generator`` draws the isotropic
+    directions, one draw per call."""
+    def score(x_hat: torch.Tensor) -> dict[str, float]:
+        return residual_flips(decode, reference, x1, x_hat, generator)
+    return score
+
+
+def cross_entropy_loss(logits: Callable[[torch.Tensor], torch.Tensor],
+                       reference: torch.Tensor) -> Callable[[torch.Tensor], float]:
+    """The text decoder's :func:`dabi` loss: mean cross-entropy of the readout ``logits(z)``
+    ``[B, L, V]`` against the ``reference`` ids ``[B, L]``."""
+    @torch.no_grad()
+    def loss(z: torch.Tensor) -> float:
+        return float(torch.nn.functional.cross_entropy(logits(z).flatten(0, 1), reference.flatten()))
+    return loss
+
+
+def pixel_error(decode: Callable[[torch.Tensor], torch.Tensor], clean: torch.Tensor, *,
+                root: bool = True) -> Callable[[torch.Tensor], float]:
+    """The image decoder's error against its ``clean`` decode ``[B, C, H, W]``: the pixel RMS error
+    of ``decode(z)`` (``root=False``: the mean squared error, the :func:`dabi` loss)."""
+    @torch.no_grad()
+    def error(z: torch.Tensor) -> float:
+        mse = (decode(z) - clean).pow(2).mean()
+        return float(mse.sqrt() if root else mse)
+    return error

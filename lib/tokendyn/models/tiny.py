@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from ..checks import check_choice, check_range
-from . import LoadedMLM, n_params
+from .loaded import LoadedMLM, n_params
 
 ARCHS = ("bert", "roberta", "modernbert")
 

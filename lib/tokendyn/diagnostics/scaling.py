@@ -1,0 +1,85 @@
+"""Scaling of mixing times with ``n ln n``: the fitted constant ``C(tau)``, the flatness slope,
+and the crossover temperature ``tau*(n)`` below which mixing leaves the budget or ``C`` blows up."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..checks import check_range
+
+__all__ = ["n_log_n", "ScalingFit", "scaling_fit", "crossover"]
+
+
+def n_log_n(n: int | float) -> float:
+    """``n ln n``, the Dobrushin-regime mixing scale (natural log)."""
+    return n * math.log(n)
+
+
+@dataclass(frozen=True)
+class ScalingFit:
+    """``T(n) ~ C n ln n`` fitted through the origin over lengths ``ns``.
+
+    ``ratios`` [len(ns)]: ``T(n) / (n ln n)`` (inf where T is censored); ``C`` the least-squares
+    constant (inf if any T is inf); ``slope`` the exponent ``beta`` of ``ratio ~ n^beta`` (0 when
+    the n ln n law holds exactly; nan with fewer than two finite points).
+    """
+
+    ns: tuple[int, ...]
+    ratios: tuple[float, ...]
+    C: float
+    slope: float
+
+
+def scaling_fit(ns: Sequence[int], times: Sequence[float]) -> ScalingFit:
+    """Fit ``T = C n ln n`` (least squares through the origin) and the flatness slope.
+
+    ``ns`` [K] lengths (>= 2) and ``times`` [K] a typical time at each (the chapter uses the
+    Kaplan-Meier median, which is ``inf`` when more than half the runs are censored).
+    """
+    if len(ns) != len(times) or len(ns) == 0:
+        raise ValueError("ns and times must be non-empty and of equal length")
+    for n in ns:
+        check_range("n", n, 2, None, integer=True)
+    x = [n_log_n(n) for n in ns]
+    ratios = tuple(float(T) / xi for T, xi in zip(times, x))
+    if any(not math.isfinite(float(T)) for T in times):
+        C = math.inf
+    else:
+        C = sum(float(T) * xi for T, xi in zip(times, x)) / sum(xi * xi for xi in x)
+    fin = [(math.log(n), math.log(r)) for n, r in zip(ns, ratios) if math.isfinite(r) and r > 0]
+    if len(fin) >= 2:
+        mx = sum(a for a, _ in fin) / len(fin)
+        my = sum(b for _, b in fin) / len(fin)
+        slope = (sum((a - mx) * (b - my) for a, b in fin) / sum((a - mx) ** 2 for a, _ in fin))
+    else:
+        slope = math.nan
+    return ScalingFit(ns=tuple(int(n) for n in ns), ratios=ratios, C=C, slope=slope)
+
+
+def crossover(ratios: Mapping[float, float], *, blowup: float = 3.0) -> tuple[float, float]:
+    """The crossover temperature for one length n, bracketed on the tau grid.
+
+    ``ratios`` maps tau -> ``T / (n ln n)`` at this n (inf when censored past the budget). The
+    reference ``C_inf`` is the ratio at the highest tau. A temperature *mixes* when its ratio is
+    finite and at most ``blowup * C_inf``. Returns ``(tau_lo, tau_hi)``: ``tau_hi`` the smallest
+    grid tau from which every higher tau mixes, ``tau_lo`` the grid point just below it (``nan``
+    when even the lowest tau mixes: the crossover is below the grid; ``tau_hi`` is ``nan`` when the
+    highest tau does not mix, so the crossover is above the grid).
+    """
+    check_range("blowup", blowup, 1.0, None)
+    if not ratios:
+        raise ValueError("ratios is empty")
+    taus = sorted(ratios)
+    ref = ratios[taus[-1]]
+    if not math.isfinite(ref):
+        return taus[-1], math.nan
+    hi_idx = len(taus) - 1
+    for k in range(len(taus) - 1, -1, -1):
+        r = ratios[taus[k]]
+        if math.isfinite(r) and r <= blowup * ref:
+            hi_idx = k
+        else:
+            break
+    return (taus[hi_idx - 1] if hi_idx > 0 else math.nan), taus[hi_idx]

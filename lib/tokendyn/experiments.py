@@ -1,0 +1,172 @@
+"""Checkpointed experiment grids over Glauber chains, and their starting states.
+
+A *survey* runs coupled pairs of chains from real passages at every temperature of a grid, as
+one batch of ``len(taus) * B`` pairs with per-pair temperatures, and optionally reads the
+semantic drift of the same chains on the way (the first chain of a maximal or CRN pair is an
+exact Glauber chain). Each survey is one cell of a :class:`~tokendyn.checkpoint.Store`, keyed
+by the model itself and its parameters, so an interrupted run resumes at the first unfinished
+cell and another model or retrained weights never reuse one.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from . import glauber
+from .checkpoint import Store
+from .checks import check_range
+from .conditional import ConditionalModel, content_ids, decode
+from .data import passages
+from .diagnostics.drift import DriftRun, drift, forgotten_drift
+from .sampling import check_tau
+
+__all__ = ["coupling_grid", "coupling_drift_grid", "start_states", "drift_readers"]
+
+Times = dict[float, tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass(frozen=True)
+class _Drift:
+    """What a survey records for drift: ``records`` states over the first ``steps`` steps."""
+
+    steps: int
+    records: int
+    decode: Callable[[torch.Tensor], list[str]]
+    embed: Callable[[list[str]], torch.Tensor]
+
+
+def _tau_grid(taus: Sequence[float]) -> list[float]:
+    """Checked temperatures of a grid, as floats (at least one)."""
+    taus = [float(t) for t in taus]
+    if not taus:
+        raise ValueError("taus must hold at least one temperature")
+    for tau in taus:
+        check_tau(tau)
+    return taus
+
+
+def _drift_cell(traj: torch.Tensor, k: int, decode: Callable[[torch.Tensor], list[str]],
+                embed: Callable[[list[str]], torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Recorded states ``[T, k * B, n]`` (k blocks of B chains) -> ``trajectory [T, k, B, n]``,
+    ``drift`` and ``forgotten`` ``[T, k, B]``, each block against its own starts."""
+    T, KB, n = traj.shape
+    B = KB // k
+    emb = embed(decode(traj.reshape(T * KB, n))).reshape(T, k, B, -1)
+    return {"trajectory": traj.reshape(T, k, B, n),
+            "drift": torch.stack([drift(emb[:, j], emb[0, j]) for j in range(k)], 1),
+            "forgotten": torch.stack([forgotten_drift(emb[:, j], emb[0, j]) for j in range(k)], 1)}
+
+
+def _survey(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *, taus: Sequence[float],
+            max_steps: int, seed: int, coupling: str, drift_spec: _Drift | None, store: Store | None,
+            key: str, tag: Mapping[str, object] | None) -> tuple[Times, dict[float, DriftRun]]:
+    """The one survey runner behind :func:`coupling_grid` and :func:`coupling_drift_grid`."""
+    taus = _tau_grid(taus)
+    check_range("max_steps", max_steps, 0, integer=True)
+    if x0.dim() != 2 or x0.shape != y0.shape:
+        raise ValueError(f"x0 and y0 must both be [B, n], got {tuple(x0.shape)} and {tuple(y0.shape)}")
+    B, k = x0.shape[0], len(taus)
+    params = {"taus": taus, "max_steps": max_steps, "seed": seed, "coupling": coupling,
+              "x0": x0.tolist(), "y0": y0.tolist(), **dict(tag or {})}
+    record = {}
+    if drift_spec is not None:
+        check_range("records", drift_spec.records, 1, integer=True)
+        check_range("drift_steps", drift_spec.steps, drift_spec.records, max_steps, integer=True)
+        if B < 2:
+            raise ValueError(f"x0 must be [B, n] with B >= 2 pairs, got {tuple(x0.shape)}")
+        every = drift_spec.steps // drift_spec.records
+        record = {"record_every": every, "record_steps": every * drift_spec.records}
+        params.update(record_every=every, records=drift_spec.records)
+
+    def run() -> dict[str, torch.Tensor]:
+        tau = torch.tensor(taus, dtype=torch.float64, device=x0.device).repeat_interleave(B)
+        r = glauber.coupling_times(model, x0.repeat(k, 1), y0.repeat(k, 1), tau=tau, max_steps=max_steps,
+                                   seed=seed, coupling=coupling, drop_coupled=True, **record)
+        cell = {"times": torch.where(r.coupled, r.times, max_steps).cpu(), "censored": (~r.coupled).cpu()}
+        if drift_spec is not None:
+            cell.update(t=r.steps_recorded.cpu(),
+                        **_drift_cell(r.trajectory.cpu(), k, drift_spec.decode, drift_spec.embed))
+        return cell
+
+    cell = (store or Store(None)).get_or_compute(key, params, run, model=model)
+    times = {tau: (cell["times"][j * B:(j + 1) * B], cell["censored"][j * B:(j + 1) * B])
+             for j, tau in enumerate(taus)}
+    runs = {} if drift_spec is None else {
+        tau: DriftRun(t=cell["t"], drift=cell["drift"][:, j], forgotten=cell["forgotten"][:, j],
+                      trajectory=cell["trajectory"][:, j]) for j, tau in enumerate(taus)}
+    return times, runs
+
+
+def coupling_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *,
+                  taus: Sequence[float], max_steps: int, seed: int, coupling: str = "maximal",
+                  store: Store | None = None, key: str = "coupling",
+                  tag: Mapping[str, object] | None = None) -> Times:
+    """Coupling times of the row pairs ``x0``, ``y0`` [B, n] at every tau, ready for
+    :func:`~tokendyn.diagnostics.survival`.
+
+    Returns ``{tau: (times [B], censored [B])}`` with a censored pair's time set to ``max_steps``,
+    the last step it was watched. The whole grid runs as one batch of ``len(taus) * B`` pairs,
+    each with its own temperature, and pairs leave the batch once coupled. One checkpointed cell
+    of ``store`` (see the module docstring); ``tag`` names anything else that should tell cells
+    apart.
+    """
+    return _survey(model, x0, y0, taus=taus, max_steps=max_steps, seed=seed, coupling=coupling,
+                   drift_spec=None, store=store, key=key, tag=tag)[0]
+
+
+def coupling_drift_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *,
+                        taus: Sequence[float], max_steps: int, drift_steps: int, records: int,
+                        seed: int, decode: Callable[[torch.Tensor], list[str]],
+                        embed: Callable[[list[str]], torch.Tensor], coupling: str = "maximal",
+                        store: Store | None = None, key: str = "survey",
+                        tag: Mapping[str, object] | None = None) -> tuple[Times, dict[float, DriftRun]]:
+    """:func:`coupling_grid` and the semantic drift of the same chains, from one run.
+
+    Each pair's first chain (started at ``x0`` [B, n], B >= 2) is recorded ``records`` times over
+    the first ``drift_steps`` steps (at least one step apart), decoded by ``decode`` (tokens
+    [N, n] -> N strings) and embedded by ``embed`` (N strings -> [N, d]). Returns
+    ``({tau: (times [B], censored [B])}, {tau: DriftRun})``. Costs the coupling run only (pairs
+    stay in the batch until the last record), instead of a coupling run plus a drift run.
+    """
+    return _survey(model, x0, y0, taus=taus, max_steps=max_steps, seed=seed, coupling=coupling,
+                   drift_spec=_Drift(drift_steps, records, decode, embed), store=store, key=key, tag=tag)
+
+
+def start_states(loaded, n: int, count: int, *, topics: Sequence[str], seed: int = 0) -> torch.Tensor:
+    """Starting states from real passages: ``count`` rows [count, n] of content token ids.
+
+    Rows cycle through ``topics`` (``tokendyn.data`` topics), each row the first ``n`` tokens of
+    the next passage of its topic that has at least ``n`` tokens. Two calls with disjoint topic
+    lists give pairs of different real passages, the paper's coupling starts.
+    """
+    check_range("n", n, 1, integer=True)
+    check_range("count", count, 1, integer=True)
+    if not topics:
+        raise ValueError("topics is empty")
+    pools = {t: [p for p in passages(t, n=max(40, 2 * count), seed=seed)
+                 if len(loaded.tokenizer(p, add_special_tokens=False)["input_ids"]) >= n]
+             for t in topics}
+    texts = []
+    for k in range(count):
+        pool = pools[topics[k % len(topics)]]
+        j = k // len(topics)
+        if j >= len(pool):
+            raise ValueError(f"topic {topics[k % len(topics)]!r} has only {len(pool)} passages with "
+                             f">= {n} tokens; ask for fewer rows or more topics")
+        texts.append(pool[j])
+    return content_ids(loaded, texts, n)
+
+
+def drift_readers(loaded: Any, embedder: Any) -> tuple[Callable[[torch.Tensor], list[str]],
+                                                       Callable[[list[str]], torch.Tensor]]:
+    """The ``decode`` and ``embed`` of :func:`coupling_drift_grid` for a loaded MLM and a sentence
+    embedder: content ids [N, n] -> N strings with ``loaded``'s tokenizer, and N strings -> unit
+    embeddings [N, d] with ``embedder``."""
+    from .embedding import embed
+
+    return functools.partial(decode, loaded), functools.partial(embed, embedder)

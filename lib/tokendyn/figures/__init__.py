@@ -1,0 +1,27 @@
+"""The book's figures: each function takes a chapter's data and returns its altair chart.
+
+A chapter's chart cell is its caption (:func:`tokendyn.plotting.caption`, narrative, kept in the
+chapter) and one call here. Modules are named by concept, not by chapter.
+"""
+
+from .drift import drift_panels
+from .embeddings import topic_map, topic_similarity
+from .influence import influence_curves, influence_matrix
+from .mixing import (coupling_anchor, distance_to_stationarity, dwell_survival, paired_survival,
+                     stationary_laws, survival_grid)
+from .probes import cloze_scores, register_scores
+from .performance import flop_rates, kernel_rates, scaling_table, step_rate_rounds, step_rate_scaling
+from .rectangles import (arnold_press, delta_by_gap, delta_controls, delta_distribution, delta_vs_size,
+                         delta_vs_tau, paired_deltas)
+from .scaling import crossover, scaling_ratios
+from .sites import site_entropy
+from .tube import (cliff, generation_perplexity, image_rollin, residual_direction, rollin_flips,
+                   terminal_flips, tube_mass, tube_prediction)
+
+__all__ = ["drift_panels", "topic_map", "topic_similarity", "influence_curves", "influence_matrix",
+           "coupling_anchor", "distance_to_stationarity", "dwell_survival", "paired_survival",
+           "stationary_laws", "survival_grid", "flop_rates", "kernel_rates", "scaling_table",
+           "step_rate_rounds", "step_rate_scaling", "cloze_scores", "register_scores", "arnold_press", "delta_by_gap", "delta_controls",
+           "delta_distribution", "delta_vs_size", "delta_vs_tau", "paired_deltas", "crossover",
+           "scaling_ratios", "site_entropy", "cliff", "generation_perplexity", "image_rollin",
+           "residual_direction", "rollin_flips", "terminal_flips", "tube_mass", "tube_prediction"]

@@ -1,0 +1,71 @@
+"""Figures of the sampler benchmarks (``benchmarks/results/glauber-<device>.json``): FLOP rates,
+per-round rates, scaling with length and batch, and the kernels side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+__all__ = ["flop_rates", "step_rate_rounds", "scaling_table", "step_rate_scaling", "kernel_rates"]
+
+
+def flop_rates(table: pd.DataFrame, *, batch: int, n: int) -> alt.LayerChart:
+    """Effective GFLOP/s per sampler as labelled bars, in the table's order.
+
+    ``table`` has one row per sampler: columns ``sampler`` and ``effective GFLOP/s``; ``batch`` and
+    ``n`` (the benchmark's shape) go in the title.
+    """
+    bar = alt.Chart(table).mark_bar().encode(
+        y=alt.Y("sampler:N", sort=table["sampler"].tolist(), title=None),
+        x=alt.X("effective GFLOP/s:Q"), color=alt.Color("sampler:N", legend=None))
+    text = bar.mark_text(align="left", dx=3).encode(text=alt.Text("effective GFLOP/s:Q", format=".1f"))
+    return (bar + text).properties(title=f"CPU, batch {batch}, n = {n}: effective FLOP rate "
+                                   "(median over interleaved rounds)", height=160)
+
+
+def step_rate_rounds(per_round: Mapping[str, Sequence[float]], labels: Mapping[str, str]) -> alt.Chart:
+    """Chain-steps per second of each sampler in every interleaved round (log y).
+
+    ``per_round`` maps a sampler's key -> its rate in each round; ``labels`` maps the key -> its name.
+    """
+    rounds = pd.DataFrame([{"sampler": labels[k], "round": i + 1, "chain-steps/s": r}
+                           for k, v in per_round.items() for i, r in enumerate(v)])
+    return alt.Chart(rounds).mark_line(point=True).encode(
+        x="round:O", y=alt.Y("chain-steps/s:Q", scale=alt.Scale(type="log")), color="sampler:N"
+    ).properties(title="Every round of the CPU run (the spread is the noise from other processes)", height=220)
+
+
+def scaling_table(bench: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Chain-steps/s against length n and against batch size, one row per (device, axis, x).
+
+    ``bench`` maps a device -> its benchmark record, whose ``scaling`` holds ``by_n`` and
+    ``by_batch`` ({x: rate}) and the batch and n held fixed along each.
+    """
+    rows = []
+    for dev, res in bench.items():
+        sc = res["scaling"]
+        rows += [{"device": dev, "axis": f"length n (batch {sc['batch_for_by_n']})", "x": int(k), "chain-steps/s": v}
+                 for k, v in sc["by_n"].items()]
+        rows += [{"device": dev, "axis": f"batch (n = {sc['n_for_by_batch']})", "x": int(k), "chain-steps/s": v}
+                 for k, v in sc["by_batch"].items()]
+    return pd.DataFrame(rows)
+
+
+def step_rate_scaling(bench: Mapping[str, Mapping[str, Any]]) -> alt.FacetChart:
+    """Chain-steps/s against n and against batch (log-log), one panel per axis, one colour per device."""
+    return alt.Chart(scaling_table(bench)).mark_line(point=True).encode(
+        x=alt.X("x:Q", scale=alt.Scale(type="log", base=2), title=None),
+        y=alt.Y("chain-steps/s:Q", scale=alt.Scale(type="log")), color="device:N",
+    ).properties(width=260, height=220).facet(column=alt.Column("axis:N", title=None)).resolve_scale(x="independent")
+
+
+def kernel_rates(kern: pd.DataFrame,
+                 kernels: Sequence[str] = ("chain-steps/s of (c)", "coupled pair-steps/s", "rectangles/s")) -> alt.Chart:
+    """Bars of each kernel's rate per device. ``kern`` has one row per device: ``device`` and a column per kernel."""
+    kern_long = kern.melt(id_vars="device", value_vars=list(kernels), var_name="kernel", value_name="per second")
+    return alt.Chart(kern_long).mark_bar().encode(
+        y=alt.Y("kernel:N", title=None), x="per second:Q", color="device:N", yOffset="device:N"
+    ).properties(title="Glauber step, coupled step and rectangle test on the same model", height=140)

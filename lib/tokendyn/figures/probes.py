@@ -1,0 +1,37 @@
+"""Figures of the cloze probe: how well each masked LM fills a blank, and how often it copies."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+__all__ = ["cloze_scores", "register_scores"]
+
+
+def cloze_scores(qual: pd.DataFrame) -> alt.Chart:
+    """Top-1, top-5 and copy rate per model and head: ``qual`` has columns ``model``, ``head``,
+    ``top1``, ``top5``, ``copy_rate`` (one row per model and head)."""
+    long = qual.melt(id_vars=["model", "head"], value_vars=["top1", "top5", "copy_rate"],
+                     var_name="metric", value_name="share")
+    long["model / head"] = long["model"] + " / " + long["head"]
+    return alt.Chart(long, title="Cloze probe (121 sentences): accuracy and copy rate").mark_bar().encode(
+        x=alt.X("metric:N", title=None, sort=["top1", "top5", "copy_rate"]),
+        y=alt.Y("share:Q", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("metric:N", legend=None),
+        column=alt.Column("model / head:N", title=None),
+        tooltip=["model", "head", "metric", alt.Tooltip("share:Q", format=".3f")],
+    ).properties(width=90, height=220)
+
+
+def register_scores(probes: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> alt.Chart:
+    """Top-5 accuracy by register for each model: ``probes[name]`` is that model's
+    :func:`~tokendyn.evaluation.cloze_probe` result (its ``by_register`` entry is read)."""
+    rows = [{"register": g, "model": n, "top5": v["top5"], "top1": v["top1"]}
+            for n in names for g, v in probes[n]["by_register"].items()]
+    return alt.Chart(pd.DataFrame(rows), title="Top-5 accuracy by register").mark_bar().encode(
+        x=alt.X("register:N", title=None), y=alt.Y("top5:Q", scale=alt.Scale(domain=[0, 1])),
+        color="model:N", xOffset="model:N",
+        tooltip=["model", "register", alt.Tooltip("top5:Q", format=".3f")])

@@ -1,0 +1,100 @@
+"""Figures of the tube law: tube mass, roll-in flip rates and their collapse, the tube-law prediction,
+structured against isotropic residuals, the cliff of a sharp readout, and generation from noise."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+__all__ = ["tube_mass", "rollin_flips", "tube_prediction", "residual_direction", "terminal_flips",
+           "image_rollin", "cliff", "generation_perplexity"]
+
+S_START = alt.X("s_start:Q", scale=alt.Scale(type="log"), title="s(t0), the roll-in's noise scale")
+
+
+def tube_mass(r: Sequence[float] | np.ndarray, F: Sequence[float] | np.ndarray) -> alt.Chart:
+    """The tube mass ``F(r)`` [R] at distances ``r`` [R] (log x)."""
+    return alt.Chart(pd.DataFrame({"r": r, "F(r)": F})).mark_line(point=True).encode(
+        x=alt.X("r:Q", scale=alt.Scale(type="log"), title="distance r to the nearest readout boundary"),
+        y=alt.Y("F(r):Q", title="F(r): share of clean latents within r")
+    ).properties(title="Tube mass of the text readout")
+
+
+def rollin_flips(roll: pd.DataFrame) -> alt.HConcatChart:
+    """Terminal flip rate per K against the roll-in's s(t0) (left) and the terminal step's s (right).
+
+    ``roll`` has one row per (K, t0): columns ``K`` (a string), ``s_start``, ``s``, ``flip rate``.
+    """
+    base = alt.Chart(roll).mark_line(point=True).encode(
+        y=alt.Y("flip rate:Q", title="terminal token flip rate"), color=alt.Color("K:N", title="K steps"))
+    return (base.encode(x=S_START).properties(title="against the roll-in noise scale s(t0)", width=300)
+            | base.encode(x=alt.X("s:Q", scale=alt.Scale(type="log"), title="s(t_K-1) of the terminal step"))
+            .properties(title="against the terminal step's noise scale", width=300))
+
+
+def tube_prediction(roll: pd.DataFrame, predicted: pd.DataFrame) -> alt.LayerChart:
+    """Measured flip rates (points, per K) with the tube-law prediction (dashed).
+
+    ``roll``: columns ``K``, ``s_start``, ``flip rate``; ``predicted``: columns ``s_start`` and
+    ``flip rate`` along a fine grid of s.
+    """
+    return (alt.Chart(roll).mark_point(filled=True, size=50).encode(
+        x=S_START, y=alt.Y("flip rate:Q", title="terminal token flip rate"), color=alt.Color("K:N", title="measured, K"))
+        + alt.Chart(predicted).mark_line(color="black", strokeDash=[5, 3]).encode(x="s_start:Q", y="flip rate:Q")
+    ).properties(title="Measured flips (points) and the tube-law prediction F(kappa s) (dashed)")
+
+
+def residual_direction(rollin: pd.DataFrame, k: int) -> alt.Chart:
+    """Flip rate along one roll-in for the generator's residual and a norm-matched isotropic one.
+
+    ``rollin`` (the rows of one K, ``k``): columns ``s_start``, ``flip rate`` and ``isotropic flip rate``.
+    """
+    return alt.Chart(rollin.melt(id_vars=["s_start"], value_vars=["flip rate", "isotropic flip rate"],
+                                 var_name="residual", value_name="rate")).mark_line(point=True).encode(
+        x=S_START, y=alt.Y("rate:Q", title="token flip rate"), color=alt.Color("residual:N", title=f"K = {k}, residual")
+    ).properties(title="Generator residual against a norm-matched isotropic residual")
+
+
+def terminal_flips(term: pd.DataFrame) -> alt.FacetChart:
+    """Bars of the terminal step's flip rate, structured against isotropic residual, one panel per K.
+
+    ``term`` has one row per K: columns ``K``, ``structured``, ``isotropic``.
+    """
+    long = term.melt(id_vars=["K"], value_vars=["structured", "isotropic"], var_name="residual",
+                     value_name="flip rate")
+    return alt.Chart(long).mark_bar().encode(
+        x=alt.X("residual:N", title=None), y=alt.Y("flip rate:Q", title="token flip rate"),
+        color="residual:N", column=alt.Column("K:O", title="K steps")
+    ).properties(width=110, title="Terminal step: structured vs norm-matched isotropic residual")
+
+
+def image_rollin(rows: pd.DataFrame) -> alt.Chart:
+    """Pixel RMS error of the decode against s(t0), per K. ``rows``: ``K``, ``s_start``, ``pixel RMS error``."""
+    return alt.Chart(rows).mark_line(point=True).encode(
+        x=S_START, y=alt.Y("pixel RMS error:Q", title="pixel RMS error vs clean decode"), color=alt.Color("K:N", title="K steps")
+    ).properties(title="Image model: error against s, smooth and small")
+
+
+def cliff(responses: pd.DataFrame) -> alt.FacetChart:
+    """Response of a decoder to a push of length lambda along a direction, one panel per model.
+
+    ``responses``: columns ``lambda``, ``model``, ``direction``, ``response`` (each panel its own y).
+    """
+    return alt.Chart(responses).mark_line(point=True).encode(
+        x=alt.X("lambda:Q", scale=alt.Scale(type="log"), title="perturbation length lambda (latent units)"),
+        y=alt.Y("response:Q", title=None), color="direction:N"
+    ).properties(width=280, height=220).facet(column=alt.Column("model:N", title=None)).resolve_scale(y="independent")
+
+
+def generation_perplexity(gen: pd.DataFrame, real_ppl: float) -> alt.FacetChart:
+    """Bigram perplexity (log) of text generated from noise, per sampler, one panel per K.
+
+    ``gen``: columns ``K``, ``sampler``, ``bigram PPL``; ``real_ppl`` the held-out real text's (in the title).
+    """
+    return alt.Chart(gen).mark_bar().encode(
+        x=alt.X("sampler:N", title=None), y=alt.Y("bigram PPL:Q", scale=alt.Scale(type="log"), title="bigram perplexity"),
+        color="sampler:N", column=alt.Column("K:O", title="K steps from noise")
+    ).properties(width=90, title=f"Generated text under a bigram model (held-out real text: {real_ppl:.0f})")

@@ -1,0 +1,52 @@
+"""Chapters define no functions: each chapter's code is parameters, library calls and one call per
+figure (issue 16). Anything a chapter computes that deserves a name lives, tested, in the library."""
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+CHAPTERS = sorted(BOOK.glob("*.ipynb"))
+
+
+def _code_cells(path: Path) -> list[tuple[int, str]]:
+    nb = json.loads(path.read_text())
+    return [(i, "".join(c["source"])) for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
+
+
+def _parse(src: str) -> ast.Module:
+    # IPython magics and shell escapes are not Python; chapters use none, but do not fail on one.
+    return ast.parse("\n".join(line for line in src.splitlines() if not line.lstrip().startswith(("%", "!"))))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_chapter_defines_no_function_class_or_lambda(path):
+    found = [(i, type(node).__name__, getattr(node, "name", "lambda"))
+             for i, src in _code_cells(path) for node in ast.walk(_parse(src))
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))]
+    assert not found, f"{path.name} defines (cell, kind, name): {found}; move them into the library"
+
+
+def _is_caption(stmt: ast.stmt) -> bool:
+    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+            and ast.unparse(stmt.value.func) == "tp.caption")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_each_figure_is_its_caption_and_one_call(path):
+    bad = []
+    for i, src in _code_cells(path):
+        body = _parse(src).body
+        # a figure drawn only under a condition (e.g. where bf16 is native) sits in one if-block
+        if len(body) == 1 and isinstance(body[0], ast.If) and not body[0].orelse:
+            body = body[0].body
+        if not any(_is_caption(s) for s in body):
+            continue
+        rest = [s for s in body if not _is_caption(s)]
+        if len(rest) != 1 or not isinstance(rest[0], ast.Expr) or not isinstance(rest[0].value, ast.Call):
+            bad.append(i)
+        elif "alt." in ast.unparse(rest[0]):
+            bad.append(i)
+    assert not bad, f"{path.name}: figure cells {bad} build a chart inline; call a tokendyn.figures function"

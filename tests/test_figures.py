@@ -1,0 +1,251 @@
+"""Every figure of tokendyn.figures builds a valid Vega-Lite spec from small chapter-shaped data,
+and draws what its docstring says (the right rows, the right cut-offs, the right colours)."""
+
+import math
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tokendyn import figures, toy
+from tokendyn.diagnostics import DriftRun, survival
+from tokendyn.fidelity import PairedCoupling
+from tokendyn.fill import SiteConditionals
+from tokendyn.figures._style import tau_palette
+
+
+def _spec(chart):
+    """The validated Vega-Lite spec (``to_dict`` checks it against the schema)."""
+    return chart.to_dict()
+
+
+def _datasets(chart) -> list[list[dict]]:
+    return list(_spec(chart).get("datasets", {}).values())
+
+
+def _rows(chart) -> list[dict]:
+    return [r for d in _datasets(chart) for r in d]
+
+
+def test_tau_palette_runs_dark_to_light_over_the_grid():
+    assert tau_palette(1) == ["#440154"]
+    p = tau_palette(6)
+    assert len(p) == 6 and p[0] == "#440154" and p[-1] == "#fde725"
+    assert len(set(tau_palette(8))) == 8
+
+
+def test_topic_map_and_similarity():
+    scores = torch.tensor([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 1.0]])
+    labels = ["a", "a", "b", "b"]
+    texts = ["x" * 100, "short", "y", "z"]
+    rows = _rows(figures.topic_map(scores, labels, texts))
+    assert [r["topic"] for r in rows] == labels
+    assert rows[0]["passage"] == "x" * 90 + "…"
+    assert "params" in _spec(figures.topic_map(scores, labels, texts))   # the legend picks a topic
+    C = torch.tensor([[1.0, 0.8, 0.1, 0.2], [0.8, 1.0, 0.3, 0.0], [0.1, 0.3, 1.0, 0.6], [0.2, 0.0, 0.6, 1.0]])
+    sim = {(r["topic A"], r["topic B"]): r["mean cosine"] for r in _rows(figures.topic_similarity(C, labels, ["a", "b"]))}
+    assert sim[("a", "a")] == pytest.approx(0.9)
+    assert sim[("a", "b")] == pytest.approx(0.15) and sim[("b", "a")] == pytest.approx(0.15)
+    assert sim[("b", "b")] == pytest.approx(0.8)
+
+
+def test_site_entropy_one_point_per_site():
+    sc = SiteConditionals(logp_current=torch.tensor([-0.1, -2.0, -0.5]), entropy=torch.tensor([0.3, 1.5, 0.9]),
+                          top_ids=torch.zeros(3, 2, dtype=torch.long), top_probs=torch.zeros(3, 2),
+                          is_argmax=torch.tensor([True, False, True]))
+    rows = _rows(figures.site_entropy(sc, ["the", "cat", "sat"]))
+    assert [(r["site"], r["token"], r["current token is the argmax"]) for r in rows] == \
+        [(0, "the", True), (1, "cat", False), (2, "sat", True)]
+
+
+def test_influence_curves_and_matrix():
+    alpha = pd.DataFrame({"model": ["m"] * 3, "tau": [0.5, 1.0, 2.0], "alpha_hat": [3.0, 1.2, 0.4]})
+    spec = _spec(figures.influence_curves(alpha))
+    assert len(spec["layer"]) == 2 and spec["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
+    c = torch.arange(9.0).reshape(3, 3)
+    chart = figures.influence_matrix(c, model="m", tau=1.0)
+    rows = _rows(chart)
+    assert len(rows) == 9 and {(r["i (updated site)"], r["j (changed site)"]): r["c_ij"] for r in rows}[(1, 2)] == 5.0
+    assert _spec(chart)["title"] == "m: sampled c_ij at tau = 1"
+
+
+def test_distance_to_stationarity_cuts_at_1e4_and_draws_finite_bounds_only():
+    decay = {0.5: torch.tensor([1.0, 0.5, 1e-3, 1e-5]), 4.0: torch.tensor([1.0, 0.1, 1e-6, 0.0])}
+    bounds = pd.DataFrame({"tau": [0.5, 4.0], "Dobrushin bound": [math.inf, 7.5]})
+    chart = figures.distance_to_stationarity(decay, bounds, n=5, q=3)
+    lines, rules = _datasets(chart)
+    assert min(r["d(t)"] for r in lines) >= 1e-4 and len(lines) == 5
+    assert [(r["tau"], r["Dobrushin bound"]) for r in rules] == [("4.0", 7.5)]
+    assert "n=5, q=3" in _spec(chart)["title"]
+
+
+def test_stationary_laws_shows_the_likeliest_states_of_the_exact_law():
+    m = toy.potts_chain(3, 2, coupling=1.0, seed=0)
+    states = toy.all_states(3, 2)
+    exact = m.gibbs_law(1.0)
+    emp = torch.full_like(exact, 1 / len(exact))
+    chart = figures.stationary_laws({"potts": (states, exact, emp)}, top=3)
+    rows = [r for r in _rows(chart) if r["law"] == "exact"]
+    top = exact.argsort(descending=True)[:3]
+    assert [r["state"] for r in rows] == [str(states[k].tolist()) for k in top]
+    assert [r["probability"] for r in rows] == pytest.approx(exact[top].tolist())
+    assert _spec(chart)["encoding"]["x"]["title"] == "3 most likely states"
+
+
+def test_dwell_survival_draws_the_geometric_law():
+    observed = torch.tensor([1.0, 0.9, 0.8, 0.7], dtype=torch.float64)
+    rows = _rows(figures.dwell_survival(observed, 0.1, model="m", tau=0.2))
+    geo = [r["P(T > t)"] for r in rows if r["curve"].startswith("Geometric")]
+    assert geo == pytest.approx([0.9 ** t for t in range(4)])
+
+
+def test_coupling_anchor_three_curves_and_a_rule():
+    km = survival(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([False, False, True]), torch.arange(4.0))
+    chart = figures.coupling_anchor(km, torch.tensor([1.0, 0.5, 0.2, 0.1]), torch.tensor([1.0, 0.4, 0.1, 0.0]), 2.0)
+    curves, rule = _datasets(chart)
+    assert len(curves) == 12 and {r["curve"] for r in curves} == {
+        "measured P(T > t)", "exact pair TV (lower bound)", "exact d(t)"}
+    assert rule == [{"t": 2.0}]
+
+
+def test_survival_grid_keeps_the_step_curves_change_points_and_the_exact_law():
+    T = torch.tensor([2.0, 2.0, 5.0, 9.0])
+    coupling = {("m", 4, 1.0): (T, torch.tensor([False, False, False, True])),
+                ("m", 4, 2.0): (torch.tensor([1.0, 1.0, 1.0, 3.0]), torch.zeros(4, dtype=torch.bool))}
+    chart = figures.survival_grid(coupling, {4: 9})
+    rows = _rows(chart)
+    low = [(r["t"], r["P(T > t)"]) for r in rows if r["curve"] == "tau=1"]
+    # the first point and each side of a jump; the end at the censored last run is unknown, not drawn
+    assert low == [(0.0, 1.0), (1.0, 1.0), (2.0, 0.5), (4.0, 0.5), (5.0, 0.25)]
+    exact = [r for r in rows if r["curve"] == "uniform model (exact)"]
+    assert len(exact) == 10 and exact[0]["P(T > t)"] == 1.0
+    colour = _spec(chart)["spec"]["encoding"]["color"]["scale"]
+    assert colour["domain"] == ["tau=1", "tau=2", "uniform model (exact)"]
+    assert colour["range"] == tau_palette(2) + ["black"]
+
+
+def test_paired_survival_one_curve_per_model():
+    pc = PairedCoupling(torch.tensor([1.0, 3.0]), torch.tensor([False, False]), torch.tensor([2.0, 4.0]),
+                        torch.tensor([False, True]), 0.5, 4)
+    rows = _rows(figures.paired_survival(pc))
+    assert len(rows) == 12 and {r["model dtype"] for r in rows} == {"fp32", "bf16"}
+
+
+def test_drift_panels_one_row_per_model():
+    def run(level):
+        t = torch.arange(4.0)
+        return DriftRun(t=t, drift=torch.full((4, 2), level), forgotten=torch.full((4, 2), 0.5),
+                        trajectory=torch.zeros(4, 2, 3, dtype=torch.long))
+    runs = {("a", 8, 1.0): run(0.1), ("a", 16, 1.0): run(0.2), ("b", 8, 1.0): run(0.3)}
+    spec = _spec(figures.drift_panels(runs))
+    assert len(spec["vconcat"]) == 2
+    assert spec["vconcat"][1]["title"].startswith("b: semantic drift")
+    rows = _rows(figures.drift_panels(runs))
+    assert {r["drift to"] for r in rows} == {"own start", "other starts (forgotten level)"}
+
+
+def test_scaling_ratios_adds_the_exact_uniform_law_to_every_panel():
+    ratios = pd.DataFrame([{"measure": ms, "model": m, "tau": tau, "n": n, "T / (n ln n)": 1.0, "censored": False}
+                           for ms in ("coupling", "drift") for m in ("a", "b") for tau in (1.0, 2.0) for n in (8, 16)])
+    anchors = pd.DataFrame({"n": [8, 16], "exact_mean_nHn": [8 * 2.717857, 16 * 3.380729]})
+    chart = figures.scaling_ratios(ratios, anchors)
+    rows = _rows(chart)
+    exact = [r for r in rows if r["tau"] == "uniform (exact n H_n)"]
+    assert len(exact) == 2 * 2 * 2
+    assert exact[0]["T / (n ln n)"] == pytest.approx(2.717857 / math.log(8))
+    assert {r["tau"] for r in rows} == {"tau=1", "tau=2", "uniform (exact n H_n)"}
+
+
+def test_crossover_draws_above_the_grid_at_1_2_times_the_top_tau():
+    cross = pd.DataFrame({"measure": ["coupling"] * 2, "model": ["a"] * 2, "n": [8, 16],
+                          "tau_below": [1.0, np.nan], "tau_star": [1.5, np.nan]})
+    rows = _datasets(figures.crossover(cross, top_tau=5.0))[1]
+    assert [r["tau_star"] for r in rows] == [1.5, 6.0]
+
+
+def _deltas():
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"model": ["a"] * 8 + ["b"] * 8, "protocol": ["model", "uniform"] * 8,
+                         "delta": rng.random(16), "gap": [1] * 16})
+
+
+def test_rectangle_figures():
+    deltas = _deltas()
+    spec = _spec(figures.delta_distribution(deltas, (0.64, 0.80)))
+    assert spec["height"] == 220 and spec["title"].endswith("the paper's [0.64, 0.80]")
+    summary = deltas.groupby(["model", "protocol"])["delta"].agg(mean="mean").reset_index()
+    rows = _rows(figures.delta_vs_size(summary, {"a": 4.0, "b": 11.0}))
+    assert {(r["model"], r["parameters (M)"]) for r in rows} == {("a", 4.0), ("b", 11.0)}
+    bars = _datasets(figures.delta_controls({"compatible toy": 0.0, "AR": 1e-10}, summary, (0.64, 0.8)))[1]
+    assert [r["case"] for r in bars] == ["compatible toy", "AR", "a [model]", "b [model]"]
+    _spec(figures.delta_by_gap(pd.DataFrame({"model": ["a"], "gap": [1], "mean delta": [0.5]})))
+    _spec(figures.delta_vs_tau(pd.DataFrame({"model": ["a"], "tau": [1.0], "rectangles": ["fixed"], "mean delta": [0.5]})))
+    ap = pd.DataFrame({"model": ["a", "b"], "residual RMS": [0.1, 0.2], "max delta on the grid": [1.0, 2.0]})
+    assert len(_rows(figures.arnold_press(ap, 4))) == 4
+    line = _datasets(figures.paired_deltas(torch.tensor([0.1, 0.5]), torch.tensor([0.2, 0.4])))[1]
+    assert line == [{"a": 0.0, "b": 0.0}, {"a": 0.5, "b": 0.5}]
+
+
+def test_tube_figures():
+    roll = pd.DataFrame({"K": ["4", "8"] * 3, "s_start": [0.1, 0.1, 0.5, 0.5, 1.0, 1.0], "s": [0.3] * 6,
+                         "flip rate": [0.0, 0.0, 0.1, 0.1, 0.3, 0.3], "isotropic flip rate": [0.0] * 6})
+    assert len(_spec(figures.rollin_flips(roll))["hconcat"]) == 2
+    _spec(figures.tube_mass(np.array([0.1, 1.0]), np.array([0.0, 0.5])))
+    _spec(figures.tube_prediction(roll, pd.DataFrame({"s_start": [0.1, 1.0], "flip rate": [0.0, 0.3]})))
+    spec = _spec(figures.residual_direction(roll[roll.K == "8"], 8))
+    assert spec["encoding"]["color"]["title"] == "K = 8, residual"
+    term = pd.DataFrame({"K": [4, 8], "structured": [0.2, 0.1], "isotropic": [0.01, 0.0]})
+    assert len(_rows(figures.terminal_flips(term))) == 4
+    _spec(figures.image_rollin(pd.DataFrame({"K": ["4"], "s_start": [0.5], "pixel RMS error": [0.1]})))
+    cliff = pd.DataFrame({"lambda": [0.1, 1.0], "model": ["text", "image"], "direction": ["structured"] * 2,
+                          "response": [0.0, 0.2]})
+    assert _spec(figures.cliff(cliff))["resolve"]["scale"]["y"] == "independent"
+    gen = pd.DataFrame({"K": [1, 1], "sampler": ["ODE", "SDE"], "bigram PPL": [10.0, 20.0]})
+    assert _spec(figures.generation_perplexity(gen, 123.4))["title"].endswith("(held-out real text: 123)")
+
+
+def test_performance_figures_read_the_benchmark_records():
+    bench = {"cpu": {"scaling": {"batch_for_by_n": 64, "n_for_by_batch": 32, "by_n": {"16": 100.0, "32": 50.0},
+                                 "by_batch": {"8": 20.0, "64": 90.0}}}}
+    table = figures.scaling_table(bench)
+    assert table.to_dict("records")[0] == {"device": "cpu", "axis": "length n (batch 64)", "x": 16, "chain-steps/s": 100.0}
+    assert len(table) == 4
+    _spec(figures.step_rate_scaling(bench))
+    t = pd.DataFrame({"sampler": ["(b) x", "(a) y"], "effective GFLOP/s": [1.0, 2.0]})
+    spec = _spec(figures.flop_rates(t, batch=64, n=32))
+    assert spec["layer"][0]["encoding"]["y"]["sort"] == ["(b) x", "(a) y"]
+    rows = _rows(figures.step_rate_rounds({"ours": [1.0, 2.0]}, {"ours": "(c) ours"}))
+    assert rows == [{"sampler": "(c) ours", "round": 1, "chain-steps/s": 1.0},
+                    {"sampler": "(c) ours", "round": 2, "chain-steps/s": 2.0}]
+    kern = pd.DataFrame({"device": ["cpu"], "chain-steps/s of (c)": [50.0], "coupled pair-steps/s": [25.0],
+                         "rectangles/s": [12.0], "other": [1.0]})
+    assert len(_rows(figures.kernel_rates(kern))) == 3
+
+
+def test_every_figure_is_exported():
+    import importlib
+    import inspect
+    import pkgutil
+
+    mods = [importlib.import_module(f"tokendyn.figures.{m.name}") for m in pkgutil.iter_modules(figures.__path__)
+            if not m.name.startswith("_")]
+    public = {n for mod in mods for n in mod.__all__}
+    assert public == set(figures.__all__)
+    for n in figures.__all__:
+        assert inspect.getdoc(getattr(figures, n)), n
+    assert isinstance(figures.topic_map(torch.zeros(2, 2), ["a", "b"], ["x", "y"]), alt.TopLevelMixin)
+
+
+def test_probe_figures_draw_one_bar_per_model_head_and_metric():
+    import pandas as pd
+
+    qual = pd.DataFrame([{"model": "a", "head": "trained", "top1": 0.2, "top5": 0.5, "copy_rate": 0.1},
+                         {"model": "a", "head": "untrained", "top1": 0.0, "top5": 0.1, "copy_rate": 0.0}])
+    spec = figures.cloze_scores(qual).to_dict()
+    rows = next(iter(spec["datasets"].values()))
+    assert len(rows) == 6 and {r["model / head"] for r in rows} == {"a / trained", "a / untrained"}
+    probes = {"a": {"by_register": {"food": {"top1": 0.1, "top5": 0.4}, "sports": {"top1": 0.2, "top5": 0.6}}}}
+    rows = next(iter(figures.register_scores(probes, ["a"]).to_dict()["datasets"].values()))
+    assert sorted((r["register"], r["top5"]) for r in rows) == [("food", 0.4), ("sports", 0.6)]
