@@ -4,6 +4,8 @@ A chapter's chart cell is its caption (:func:`tokendyn.plotting.caption`, narrat
 chapter) and one call here. Modules are named by concept, not by chapter.
 """
 
+from .basins import (arrhenius_collapse, arrhenius_lines, corpus_ablation, dwell_vs_geometric, embedding_paths,
+                     group_boxplot, path_explorer, region_time, repetition_paths, trap_depth, trap_dwells)
 from .drift import drift_panels
 from .embeddings import topic_map, topic_similarity
 from .influence import influence_curves, influence_matrix
@@ -18,7 +20,9 @@ from .sites import site_entropy
 from .tube import (cliff, generation_perplexity, image_rollin, residual_direction, rollin_flips,
                    terminal_flips, tube_mass, tube_prediction)
 
-__all__ = ["drift_panels", "topic_map", "topic_similarity", "influence_curves", "influence_matrix",
+__all__ = ["arrhenius_collapse", "arrhenius_lines", "corpus_ablation", "dwell_vs_geometric", "embedding_paths",
+           "group_boxplot", "path_explorer", "region_time", "repetition_paths", "trap_depth", "trap_dwells",
+           "drift_panels", "topic_map", "topic_similarity", "influence_curves", "influence_matrix",
            "coupling_anchor", "distance_to_stationarity", "dwell_survival", "paired_survival",
            "stationary_laws", "survival_grid", "flop_rates", "kernel_rates", "scaling_table",
            "step_rate_rounds", "step_rate_scaling", "cloze_scores", "register_scores", "arnold_press", "delta_by_gap", "delta_controls",

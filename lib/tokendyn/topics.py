@@ -1,0 +1,432 @@
+"""Topic regions in sentence-embedding space, and how Glauber chains visit them (chapter 4,
+Paper 1's claim 8: political content as a recurrent attractor).
+
+The measurement has four parts, all here so that the chapter only calls them:
+
+- **Labelled snippets** (:func:`topic_split`): real passages per topic, cut to the chains' length
+  (the first ``n`` content tokens, decoded), split into chain starts, classifier training and
+  held-out validation, with no passage in two parts.
+- **A topic classifier with a way to say "none of these"** (:class:`CentroidClassifier`): nearest
+  centroid on unit sentence embeddings, validated on held-out snippets (:func:`accuracy`), with a
+  reject threshold calibrated on real text (:func:`with_reject`) so that word salad is not forced
+  into the nearest topic.
+- **Null controls** (:func:`random_token_ids`, :func:`shuffled_words`): text with no topic at
+  all, through the same classifier. A label that garbage gets often is a *sink* of the
+  classifier; chains that drift into garbage land there without any attractor.
+- **Visits** (:func:`region_visits`, :func:`visit_summary`): for a region (a boolean per recorded
+  frame), whether a chain ever enters it, the share of its time spent there, how often it comes
+  back and when it first arrives, with intervals over chains.
+
+Two more gates separate "near political prose" from "where garbage goes": the cosine similarity
+to each topic's real passages (:func:`knn_similarity`), and the fluency of the text under an
+autoregressive LM (:func:`ar_nll`). :func:`chain_explorer` is the live (ipywidgets) view of a
+chain's path through embedding space.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .checks import check_choice, check_range
+from .stats import Estimate, wilson
+
+__all__ = ["TopicSplit", "topic_split", "content_length", "CentroidClassifier", "fit_centroids",
+           "with_reject", "accuracy", "label_shares", "random_token_ids", "shuffled_words",
+           "knn_similarity", "RegionVisits", "region_visits", "visit_summary", "median_entry",
+           "ar_nll", "chain_explorer", "model_card", "NONE"]
+
+NONE = "none of these"
+
+
+# --- labelled snippets -----------------------------------------------------------------------------
+
+def content_length(loaded: Any, text: str) -> int:
+    """Number of content tokens of ``text`` under ``loaded``'s tokenizer (special tokens, ``[UNK]``
+    included, dropped as :func:`tokendyn.conditional.content_ids` drops them)."""
+    tok = loaded.tokenizer
+    special = set(tok.all_special_ids)
+    return sum(t not in special for t in tok(text, add_special_tokens=False)["input_ids"])
+
+
+@dataclass(frozen=True)
+class TopicSplit:
+    """Disjoint real passages per topic: ``starts`` (topic -> full passages the chains start from),
+    classifier ``train_texts`` / ``train_labels`` and held-out ``val_texts`` / ``val_labels``
+    (snippets: the first ``n_tokens`` content tokens of a passage, decoded), and the full passages
+    behind the snippets (``train_passages``, ``val_passages``)."""
+
+    topics: tuple[str, ...]
+    n_tokens: int
+    starts: dict[str, list[str]]
+    train_texts: list[str]
+    train_labels: list[str]
+    val_texts: list[str]
+    val_labels: list[str]
+    train_passages: list[str]
+    val_passages: list[str]
+
+
+def topic_split(loaded: Any, topics: Sequence[str], *, n_tokens: int, n_start: int, n_train: int,
+                n_val: int, seed: int = 0) -> TopicSplit:
+    """For each topic, rank its passages by ``seed`` (:func:`tokendyn.data.passages`), keep those
+    with at least ``n_tokens`` content tokens, and cut the ranking into ``n_start`` chain starts,
+    ``n_train`` training and ``n_val`` validation passages, in that order (so no passage is in
+    two parts and a larger ``n_val`` never changes the starts). Training and validation texts are
+    snippets of ``n_tokens`` tokens, the length of the chains' states."""
+    from .conditional import content_ids, decode
+    from .data import TOPICS, passages, topic_pool
+
+    if isinstance(topics, str) or len(topics) < 2:
+        raise ValueError(f"topics={topics!r}: give at least two topic names")
+    for t in topics:
+        check_choice("topics", t, TOPICS)
+    check_range("n_tokens", n_tokens, 1, integer=True)
+    check_range("n_start", n_start, 0, integer=True)
+    check_range("n_train", n_train, 0, integer=True)
+    check_range("n_val", n_val, 0, integer=True)
+    check_range("seed", seed, 0, integer=True)
+    need = n_start + n_train + n_val
+    starts, tr, trl, va, val, trp, vap = {}, [], [], [], [], [], []
+    for topic in topics:
+        ranked = passages(topic, len(topic_pool(topic)), seed)
+        usable = []
+        for p in ranked:
+            if content_length(loaded, p) >= n_tokens:
+                usable.append(p)
+                if len(usable) == need:
+                    break
+        if len(usable) < need:
+            raise ValueError(f"topic {topic!r} has {len(usable)} passages with >= {n_tokens} tokens, "
+                             f"fewer than n_start + n_train + n_val = {need}")
+        starts[topic] = usable[:n_start]
+        snip = decode(loaded, content_ids(loaded, usable[n_start:], n_tokens)) if need > n_start else []
+        tr += snip[:n_train]
+        trl += [topic] * n_train
+        va += snip[n_train:]
+        val += [topic] * n_val
+        trp += usable[n_start:n_start + n_train]
+        vap += usable[n_start + n_train:]
+    return TopicSplit(tuple(topics), n_tokens, starts, tr, trl, va, val, trp, vap)
+
+
+# --- classifier ----------------------------------------------------------------------------------
+
+def _unit(emb: Tensor) -> Tensor:
+    if not isinstance(emb, Tensor) or emb.dim() != 2 or not emb.is_floating_point():
+        raise ValueError(f"emb must be a float tensor [N, d], got "
+                         f"{tuple(emb.shape) if isinstance(emb, Tensor) else type(emb).__name__}")
+    return torch.nn.functional.normalize(emb.double(), dim=-1)
+
+
+@dataclass(frozen=True)
+class CentroidClassifier:
+    """Nearest centroid on unit embeddings: ``labels`` ``K`` names, ``centroids`` ``[K, d]`` unit
+    float64, and ``threshold``: an embedding whose best cosine is below it is "none of these"
+    (index ``-1``) when predicting with ``gated=True``. ``-inf`` means no reject option."""
+
+    labels: tuple[str, ...]
+    centroids: Tensor
+    threshold: float = -math.inf
+
+    def scores(self, emb: Tensor) -> Tensor:
+        """Cosine to each centroid: ``[N, d]`` -> ``[N, K]`` float64."""
+        e = _unit(emb)
+        if e.shape[1] != self.centroids.shape[1]:
+            raise ValueError(f"emb has dimension {e.shape[1]}, the centroids {self.centroids.shape[1]}")
+        return e @ self.centroids.T
+
+    def predict(self, emb: Tensor, *, gated: bool = False) -> Tensor:
+        """``[N, d]`` -> ``[N]`` label indices; with ``gated``, ``-1`` where the best cosine is below
+        :attr:`threshold`."""
+        s = self.scores(emb)
+        best, idx = s.max(-1)
+        return torch.where(best >= self.threshold, idx, -1) if gated else idx
+
+    def names(self, idx: Tensor) -> list[str]:
+        """Label indices (``-1`` allowed) -> names, ``"none of these"`` for ``-1``."""
+        return [NONE if int(i) < 0 else self.labels[int(i)] for i in idx.flatten().tolist()]
+
+    def index(self, label: str) -> int:
+        """The index of ``label``."""
+        check_choice("label", label, self.labels)
+        return self.labels.index(label)
+
+
+def fit_centroids(emb: Tensor, labels: Sequence[str], *, order: Sequence[str] | None = None) -> CentroidClassifier:
+    """Centroids of unit embeddings ``[N, d]`` per label (``N`` labels), in ``order`` (default: first
+    appearance); each centroid renormalised to unit length."""
+    e = _unit(emb)
+    labels = list(labels)
+    if len(labels) != e.shape[0]:
+        raise ValueError(f"labels has {len(labels)} entries, emb {e.shape[0]} rows")
+    names = tuple(dict.fromkeys(labels)) if order is None else tuple(order)
+    missing = [n for n in names if n not in labels]
+    if len(names) < 2 or missing or set(labels) - set(names):
+        raise ValueError(f"need at least two labels, each with examples; order={names}, missing {missing}")
+    lab = np.array(labels)
+    cents = torch.stack([e[torch.from_numpy(lab == n)].mean(0) for n in names])
+    return CentroidClassifier(names, torch.nn.functional.normalize(cents, dim=-1))
+
+
+def with_reject(clf: CentroidClassifier, emb_real: Tensor, *, keep: float = 0.95) -> CentroidClassifier:
+    """Add a "none of these" class: the threshold is the ``1 - keep`` quantile of the best cosine
+    over real text ``emb_real`` ``[N, d]``, so a share ``keep`` of such text keeps its label."""
+    check_range("keep", keep, 0.0, 1.0, lo_open=True)
+    best = clf.scores(emb_real).max(-1).values.numpy()
+    thr = float(np.quantile(best, 1 - keep, method="inverted_cdf")) if keep < 1 else float(best.min())
+    return replace(clf, threshold=thr)
+
+
+def accuracy(clf: CentroidClassifier, emb: Tensor, labels: Sequence[str], *, gated: bool = False) -> Estimate:
+    """Share of ``emb`` ``[N, d]`` given their true ``labels`` (``N`` names), with a Wilson interval;
+    with ``gated`` a "none of these" counts as wrong."""
+    labels = list(labels)
+    if len(labels) != emb.shape[0]:
+        raise ValueError(f"labels has {len(labels)} entries, emb {emb.shape[0]} rows")
+    pred = clf.names(clf.predict(emb, gated=gated))
+    return wilson(sum(p == t for p, t in zip(pred, labels)), len(labels))
+
+
+def label_shares(clf: CentroidClassifier, emb: Tensor, *, gated: bool = False) -> dict[str, Estimate]:
+    """Share of ``emb`` ``[N, d]`` given each label (and "none of these" when ``gated``), Wilson
+    intervals; the shares sum to 1."""
+    names = clf.names(clf.predict(emb, gated=gated))
+    keys = list(clf.labels) + ([NONE] if gated else [])
+    return {k: wilson(sum(n == k for n in names), len(names)) for k in keys}
+
+
+# --- null controls --------------------------------------------------------------------------------
+
+def random_token_ids(support: Tensor, count: int, n: int, *, seed: int = 0) -> Tensor:
+    """``count`` states of ``n`` tokens drawn uniformly from the ids where the boolean mask
+    ``support`` ``[V]`` is True -> ``[count, n]``. (An MLM's support: ``~MLMConditional.unsupported``.)"""
+    if not isinstance(support, Tensor) or support.dtype != torch.bool or support.dim() != 1:
+        raise ValueError("support must be a boolean mask [V] of the token ids a chain can hold")
+    check_range("count", count, 1, integer=True)
+    check_range("n", n, 1, integer=True)
+    ids = support.nonzero().flatten()
+    if ids.numel() == 0:
+        raise ValueError("support holds no token")
+    g = torch.Generator().manual_seed(seed)
+    return ids[torch.randint(ids.numel(), (count, n), generator=g)]
+
+
+def shuffled_words(texts: Sequence[str], *, seed: int = 0) -> list[str]:
+    """Word salad from real words: every word of ``texts`` pooled, shuffled (seeded) and dealt back
+    into texts of the original word counts. Real vocabulary, no syntax, topics mixed."""
+    texts = list(texts)
+    if not texts:
+        raise ValueError("texts is empty")
+    words = [w for t in texts for w in t.split()]
+    perm = np.random.default_rng(seed).permutation(len(words))
+    pool = [words[i] for i in perm]
+    out, k = [], 0
+    for t in texts:
+        m = len(t.split())
+        out.append(" ".join(pool[k:k + m]))
+        k += m
+    return out
+
+
+# --- distances to real passages ----------------------------------------------------------------
+
+def knn_similarity(emb: Tensor, refs: Tensor, ref_labels: Sequence[str], labels: Sequence[str], *,
+                   k: int = 5) -> Tensor:
+    """Mean cosine of each row of ``emb`` ``[N, d]`` to its ``k`` most similar reference passages of
+    each label: ``refs`` ``[M, d]`` with ``ref_labels`` (``M`` names) -> ``[N, len(labels)]`` float64.
+    A chain state near real political prose scores as high on ``politics`` as real political
+    snippets do; word salad scores low on every topic even where a classifier calls it political."""
+    e, r = _unit(emb), _unit(refs)
+    ref_labels = np.array(list(ref_labels))
+    if len(ref_labels) != r.shape[0]:
+        raise ValueError(f"ref_labels has {len(ref_labels)} entries, refs {r.shape[0]} rows")
+    check_range("k", k, 1, integer=True)
+    cos = e @ r.T
+    cols = []
+    for lab in labels:
+        m = torch.from_numpy(ref_labels == lab)
+        if int(m.sum()) < k:
+            raise ValueError(f"label {lab!r} has {int(m.sum())} reference passages, fewer than k={k}")
+        cols.append(cos[:, m].topk(k, dim=-1).values.mean(-1))
+    return torch.stack(cols, -1)
+
+
+# --- visits to a region ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RegionVisits:
+    """Visits of ``B`` chains to one region, from ``inside`` ``[T, B]`` bool at ``steps`` ``[T]``.
+
+    Frame 0 is the start. An *entry* is a frame ``t >= 1`` inside the region whose previous frame
+    was outside. ``ever`` ``[B]``: at least one entry; ``time_fraction`` ``[B]``: share of frames
+    ``1..T-1`` inside; ``entries`` ``[B]``; ``returns`` ``[B]``: entries after the first
+    (``entries - 1``, at least 0); ``first_entry`` ``[B]`` float64: the step of the first entry,
+    ``inf`` for a chain that never entered within the record (censored at ``steps[-1]``)."""
+
+    steps: Tensor
+    inside: Tensor
+    ever: Tensor
+    time_fraction: Tensor
+    entries: Tensor
+    returns: Tensor
+    first_entry: Tensor
+
+
+def region_visits(inside: Tensor, steps: Tensor | Sequence[int]) -> RegionVisits:
+    """Entry, time-share, return and first-entry statistics of a region: ``inside`` ``[T, B]``
+    (``T >= 2`` frames), ``steps`` ``[T]`` strictly increasing -> :class:`RegionVisits`."""
+    inside = torch.as_tensor(inside)
+    st = torch.as_tensor(steps, dtype=torch.float64).flatten()
+    if inside.dtype != torch.bool or inside.dim() != 2 or inside.shape[0] < 2:
+        raise ValueError(f"inside must be a bool tensor [T >= 2, B], got {tuple(inside.shape)} {inside.dtype}")
+    if st.numel() != inside.shape[0] or bool((st[1:] <= st[:-1]).any()):
+        raise ValueError(f"steps must be {inside.shape[0]} strictly increasing steps")
+    entry = inside[1:] & ~inside[:-1]                           # [T-1, B]
+    entries = entry.sum(0)
+    ever = entries > 0
+    first = torch.where(ever, st[1:][entry.long().argmax(0)], torch.full_like(ever, math.inf, dtype=torch.float64))
+    return RegionVisits(steps=st, inside=inside, ever=ever, time_fraction=inside[1:].double().mean(0),
+                        entries=entries, returns=(entries - 1).clamp_min(0), first_entry=first)
+
+
+def median_entry(first_entry: np.ndarray | Tensor) -> float:
+    """The median first-entry step, ``inf`` counted as later than any step (the Kaplan-Meier median
+    when every chain is watched for the same time): the smallest ``t`` by which half the chains
+    have entered, ``inf`` if fewer than half ever do."""
+    x = np.sort(np.asarray(first_entry, dtype=np.float64).ravel())
+    if x.size == 0:
+        raise ValueError("first_entry is empty")
+    return float(x[math.ceil(x.size / 2) - 1])
+
+
+def visit_summary(v: RegionVisits, *, seed: int = 0, n_boot: int = 2000, level: float = 0.95) -> dict[str, Estimate]:
+    """The four numbers of a region with intervals over chains: ``ever`` (share of chains that
+    entered; Wilson), ``time_fraction`` and ``returns`` (means; percentile bootstrap over chains,
+    the same resamples as :func:`tokendyn.stats.bootstrap` with this seed), ``first_entry`` (median
+    step, :func:`median_entry`; its bootstrap interval uses order statistics, ``inf`` where more
+    than half the resampled chains never entered)."""
+    b = v.ever.numel()
+    check_range("n_boot", n_boot, 100, integer=True)
+    check_range("level", level, 0.0, 1.0, lo_open=True)
+    out = {"ever": wilson(int(v.ever.sum()), b, level)}
+    tf, ret, fe = (v.time_fraction.numpy(), v.returns.double().numpy(), v.first_entry.numpy())
+    if b < 2:
+        out.update({k: Estimate(float(x[0]), float(x[0]), float(x[0]), 1, level)
+                    for k, x in (("time_fraction", tf), ("returns", ret), ("first_entry", fe))})
+        return out
+    idx = np.random.default_rng(seed).integers(0, b, size=(n_boot, b))
+    a = (1 - level) / 2
+    for k, x in (("time_fraction", tf), ("returns", ret)):
+        reps = x[idx].mean(1)
+        out[k] = Estimate(float(x.mean()), float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a)), b, level)
+    reps = np.sort(np.sort(fe[idx], axis=1)[:, math.ceil(b / 2) - 1])
+    lo = reps[max(0, math.floor(a * n_boot))]
+    hi = reps[min(n_boot - 1, math.ceil((1 - a) * n_boot) - 1)]
+    out["first_entry"] = Estimate(median_entry(fe), float(lo), float(hi), b, level)
+    return out
+
+
+# --- fluency under an autoregressive LM -------------------------------------------------------
+
+@torch.no_grad()
+def ar_nll(ar: Any, texts: Sequence[str], *, batch: int = 16) -> Tensor:
+    """Mean negative log-likelihood per token of each text under a causal LM (``ar.model``,
+    ``ar.tokenizer``, e.g. :func:`tokendyn.models.load_ar`), each read after ``<|endoftext|>`` (or
+    BOS) -> ``[N]`` float64 nats; ``exp`` of it is the text's perplexity."""
+    texts = list(texts)
+    if not texts:
+        raise ValueError("texts is empty")
+    check_range("batch", batch, 1, integer=True)
+    tok, model = ar.tokenizer, ar.model
+    start = tok.convert_tokens_to_ids("<|endoftext|>")
+    if start is None or (start == tok.unk_token_id and tok.unk_token != "<|endoftext|>"):
+        start = tok.bos_token_id
+    if start is None:
+        raise ValueError("the AR tokenizer has no <|endoftext|> or BOS token to start a text with")
+    dev = next(model.parameters()).device
+    out = []
+    for s in range(0, len(texts), batch):
+        seqs = [[start] + tok(t, add_special_tokens=False)["input_ids"] for t in texts[s:s + batch]]
+        width = max(map(len, seqs))
+        x = torch.zeros(len(seqs), width, dtype=torch.long)
+        att = torch.zeros(len(seqs), width, dtype=torch.long)
+        for r, q in enumerate(seqs):
+            x[r, :len(q)] = torch.tensor(q)
+            att[r, :len(q)] = 1
+        logp = model(input_ids=x.to(dev), attention_mask=att.to(dev)).logits[:, :-1].float().log_softmax(-1)
+        lp = logp.gather(2, x[:, 1:, None].to(dev))[..., 0].double().cpu() * att[:, 1:]
+        out.append(-lp.sum(1) / att[:, 1:].sum(1).clamp_min(1))
+    return torch.cat(out)
+
+
+# --- live explorer ---------------------------------------------------------------------------------
+
+def chain_explorer(frames: Any, *, points: Any = None) -> Any:
+    """An ipywidgets explorer of chains through embedding space, for live use in Jupyter.
+
+    ``frames``: a pandas DataFrame with columns ``chain``, ``frame`` (0, 1, ...), ``step``,
+    ``pc1``, ``pc2``, ``label`` and ``text``, one row per recorded state. ``points`` (optional):
+    reference passages with ``pc1``, ``pc2``, ``topic``, drawn grey behind. A dropdown picks the
+    chain and a slider the frame; the panel shows the state's text and label and its point on the
+    chain's path. Returns the widget (display it as a cell's last expression).
+    """
+    import altair as alt
+    import ipywidgets as w
+    from IPython.display import display
+
+    need = {"chain", "frame", "step", "pc1", "pc2", "label", "text"}
+    if not need <= set(frames.columns):
+        raise ValueError(f"frames needs columns {sorted(need)}, has {sorted(frames.columns)}")
+    chains = list(dict.fromkeys(frames["chain"]))
+    pick = w.Dropdown(options=chains, description="chain")
+    slider = w.IntSlider(min=0, max=int(frames["frame"].max()), description="frame")
+    text = w.HTML()
+    out = w.Output()
+
+    def show(*_: Any) -> None:
+        path = frames[frames["chain"] == pick.value].sort_values("frame")
+        slider.max = int(path["frame"].max())
+        row = path[path["frame"] == min(slider.value, slider.max)].iloc[0]
+        text.value = (f"<b>step {int(row['step'])}</b>, label <b>{row['label']}</b><br>"
+                      f"<span style='font-family:monospace'>{row['text']}</span>")
+        layers = [alt.Chart(path).mark_line(color="#888").encode(x="pc1:Q", y="pc2:Q", order="frame:Q"),
+                  alt.Chart(path[path["frame"] == row["frame"]]).mark_point(size=200, filled=True, color="red")
+                  .encode(x="pc1:Q", y="pc2:Q")]
+        if points is not None:
+            layers.insert(0, alt.Chart(points).mark_circle(size=20, opacity=0.3)
+                          .encode(x="pc1:Q", y="pc2:Q", color="topic:N"))
+        spec = alt.layer(*layers).properties(width=420, height=300).to_dict()
+        out.clear_output(wait=True)
+        with out:  # the raw Vega-Lite bundle: the book's figure-numbering renderer stays out of it
+            display({f"application/vnd.vegalite.v{alt.SCHEMA_VERSION.lstrip('v').split('.')[0]}+json": spec}, raw=True)
+
+    pick.observe(show, "value")
+    slider.observe(show, "value")
+    show()
+    return w.VBox([w.HBox([pick, slider]), text, out])
+
+
+def model_card(name: str) -> dict[str, Any]:
+    """What the book knows about a shipped MLM's quality, from ``data/models/<name>/eval.json`` and
+    ``model.json``: cloze ``top1``, ``top5``, ``copy_rate``, ``pseudo_perplexity``, ``repetition``
+    (text / model first guess) and the training mix. Empty for a model that does not ship here."""
+    import json
+
+    from .paths import data_dir
+
+    d = data_dir() / "models" / name
+    out: dict[str, Any] = {}
+    if (d / "eval.json").is_file():
+        ev = json.loads((d / "eval.json").read_text())
+        out.update({k: ev[k] for k in ("top1", "top5", "copy_rate", "pseudo_perplexity", "repetition") if k in ev})
+    if (d / "model.json").is_file():
+        tr = json.loads((d / "model.json").read_text()).get("training", {})
+        out.update({k: tr[k] for k in ("data", "sotu_share", "steps") if k in tr})
+    return out

@@ -1,0 +1,189 @@
+"""Topic classifier, null controls, distances to real passages, region visits and AR fluency, on
+cases whose answers are known exactly."""
+
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from tokendyn import topics
+
+
+def clusters(k=3, per=20, d=8, noise=0.05, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.eye(d)[:k] * 1.0
+    emb = torch.cat([centres[c] + noise * torch.randn(per, d, generator=g) for c in range(k)])
+    labels = [f"t{c}" for c in range(k) for _ in range(per)]
+    return emb, labels
+
+
+def test_centroid_classifier_on_separable_embeddings():
+    emb, labels = clusters()
+    clf = topics.fit_centroids(emb, labels)
+    assert clf.labels == ("t0", "t1", "t2")
+    assert torch.allclose(clf.centroids.norm(dim=-1), torch.ones(3, dtype=torch.float64))
+    acc = topics.accuracy(clf, emb, labels)
+    assert acc.value == 1.0 and acc.n == 60 and acc.lo > 0.9
+    # held-out points from the same clusters, and scores that are cosines
+    test, tl = clusters(seed=1)
+    assert topics.accuracy(clf, test, tl).value == 1.0
+    assert float(clf.scores(torch.eye(8)[:1]).max()) <= 1.0 + 1e-12
+    # a point orthogonal to every centroid is forced into a topic, unless the reject option is on
+    junk = torch.eye(8)[5:8]
+    assert (clf.predict(junk) >= 0).all()
+    gated = topics.with_reject(clf, emb, keep=0.9)
+    assert (gated.predict(junk, gated=True) == -1).all()
+    assert gated.names(gated.predict(junk, gated=True)) == [topics.NONE] * 3
+    kept = (gated.predict(emb, gated=True) >= 0).double().mean()
+    assert 0.9 <= float(kept) <= 0.9 + 1 / 60 + 1e-12
+    shares = topics.label_shares(gated, torch.cat([emb, junk]), gated=True)
+    assert abs(sum(e.value for e in shares.values()) - 1) < 1e-12 and shares[topics.NONE].value >= 3 / 63
+    # a wrong label order is refused, and so is a single label
+    with pytest.raises(ValueError, match="at least two labels"):
+        topics.fit_centroids(emb[:20], labels[:20])
+    assert topics.fit_centroids(emb, labels, order=["t2", "t1", "t0"]).index("t2") == 0
+
+
+def test_null_controls():
+    support = torch.zeros(50, dtype=torch.bool)
+    support[[3, 7, 11]] = True
+    ids = topics.random_token_ids(support, 200, 6, seed=1)
+    assert ids.shape == (200, 6) and set(ids.unique().tolist()) == {3, 7, 11}
+    assert torch.equal(ids, topics.random_token_ids(support, 200, 6, seed=1))
+    texts = ["a b c", "d e", "f g h i"]
+    sh = topics.shuffled_words(texts, seed=0)
+    assert [len(t.split()) for t in sh] == [3, 2, 4]
+    assert sorted(w for t in sh for w in t.split()) == list("abcdefghi")
+    assert sh != texts and sh == topics.shuffled_words(texts, seed=0)
+
+
+def test_knn_similarity_by_hand():
+    refs = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [-1.0, 0.0]])
+    lab = ["a", "b", "a", "b"]
+    e = torch.tensor([[1.0, 0.0]])
+    s = topics.knn_similarity(e, refs, lab, ["a", "b"], k=1)
+    assert torch.allclose(s, torch.tensor([[1.0, 0.0]], dtype=torch.float64))
+    s2 = topics.knn_similarity(e, refs, lab, ["a", "b"], k=2)
+    assert torch.allclose(s2, torch.tensor([[(1 + 2 ** -0.5) / 2, -0.5]], dtype=torch.float64))
+    with pytest.raises(ValueError, match="fewer than k=3"):
+        topics.knn_similarity(e, refs, lab, ["a"], k=3)
+
+
+def test_region_visits_on_hand_built_paths():
+    # frames at steps 0, 10, 20, 30, 40, 50; chain 0: out in in out in out (2 entries, 1 return)
+    # chain 1: never; chain 2: starts inside, leaves, comes back at 40; chain 3: enters at 50
+    inside = torch.tensor([[0, 1, 1, 0, 1, 0],
+                           [0, 0, 0, 0, 0, 0],
+                           [1, 1, 0, 0, 1, 1],
+                           [0, 0, 0, 0, 0, 1]], dtype=torch.bool).T
+    v = topics.region_visits(inside, [0, 10, 20, 30, 40, 50])
+    assert v.entries.tolist() == [2, 0, 1, 1] and v.returns.tolist() == [1, 0, 0, 0]
+    assert v.ever.tolist() == [True, False, True, True]
+    assert v.first_entry.tolist() == [10.0, math.inf, 40.0, 50.0]
+    assert torch.allclose(v.time_fraction, torch.tensor([0.6, 0.0, 0.6, 0.2], dtype=torch.float64))
+    s = topics.visit_summary(v, seed=0, n_boot=500)
+    assert s["ever"].value == 0.75 and s["ever"].n == 4
+    assert abs(s["time_fraction"].value - 0.35) < 1e-12 and s["returns"].value == 0.25
+    assert s["first_entry"].value == 40.0 and s["first_entry"].lo <= 40.0 <= s["first_entry"].hi
+    assert topics.median_entry([5.0, math.inf, math.inf]) == math.inf
+    assert topics.median_entry([5.0, 7.0, math.inf, math.inf]) == 7.0
+    with pytest.raises(ValueError, match="strictly increasing"):
+        topics.region_visits(inside, [0, 10, 10, 30, 40, 50])
+
+
+class BigramLM(torch.nn.Module):
+    """A causal LM whose logits at position t are a fixed row for token x_t: NLLs known exactly."""
+
+    def __init__(self, V=12):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.table = torch.nn.Parameter(torch.randn(V, V, generator=g))
+
+    def forward(self, input_ids, attention_mask):
+        return SimpleNamespace(logits=self.table[input_ids])
+
+
+class CharTokenizer:
+    unk_token_id, unk_token, bos_token_id = None, None, None
+
+    def convert_tokens_to_ids(self, t):
+        return 0 if t == "<|endoftext|>" else None
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": [1 + (ord(c) % 11) for c in text]}
+
+
+def test_ar_nll_is_exact_and_padding_free():
+    ar = SimpleNamespace(model=BigramLM(), tokenizer=CharTokenizer())
+    texts = ["ab", "hello", "z"]
+    got = topics.ar_nll(ar, texts, batch=3)
+    one = torch.cat([topics.ar_nll(ar, [t], batch=1) for t in texts])
+    assert torch.allclose(got, one, atol=1e-12)
+    lp = ar.model.table.detach().double().log_softmax(-1)
+    for t, g in zip(texts, got):
+        ids = [0] + [1 + (ord(c) % 11) for c in t]
+        exact = -sum(float(lp[a, b]) for a, b in zip(ids[:-1], ids[1:])) / (len(ids) - 1)
+        assert abs(float(g) - exact) < 1e-5   # log-softmax in float32
+
+
+def test_topic_split_is_disjoint_and_seeded():
+    from transformers import AutoTokenizer
+
+    from tokendyn.paths import data_dir
+
+    tok = AutoTokenizer.from_pretrained(str(data_dir() / "models" / "minilm-mlm"))
+    loaded = SimpleNamespace(tokenizer=tok)
+    sp = topics.topic_split(loaded, ["health", "politics"], n_tokens=12, n_start=2, n_train=3, n_val=2, seed=0)
+    assert sp.train_labels == ["health"] * 3 + ["politics"] * 3 and len(sp.val_texts) == 4
+    assert all(len(v) == 2 for v in sp.starts.values())
+    assert all(topics.content_length(loaded, t) >= 12 for v in sp.starts.values() for t in v)
+    snippets = sp.train_texts + sp.val_texts
+    assert len(set(snippets)) == len(snippets)
+    from tokendyn.conditional import content_ids, decode
+
+    start_snippets = decode(loaded, content_ids(loaded, [s for v in sp.starts.values() for s in v], 12))
+    assert not set(start_snippets) & set(snippets)
+    again = topics.topic_split(loaded, ["health", "politics"], n_tokens=12, n_start=2, n_train=3, n_val=5, seed=0)
+    assert again.starts == sp.starts and again.train_texts == sp.train_texts
+    with pytest.raises(ValueError, match="topics='sport' is not allowed|not allowed"):
+        topics.topic_split(loaded, ["health", "sport"], n_tokens=12, n_start=1, n_train=1, n_val=1)
+
+
+def test_visit_summary_means_use_the_same_resamples_as_the_stats_bootstrap():
+    from tokendyn import stats
+
+    g = torch.Generator().manual_seed(0)
+    inside = torch.rand(30, 12, generator=g) < 0.3
+    v = topics.region_visits(inside, range(30))
+    s = topics.visit_summary(v, seed=3, n_boot=400)
+    ref = stats.bootstrap(v.time_fraction.numpy(), seed=3, n_boot=400)
+    assert abs(s["time_fraction"].lo - ref.lo) < 1e-12 and abs(s["time_fraction"].hi - ref.hi) < 1e-12
+    assert s["ever"].value == float(v.ever.double().mean())
+
+
+def test_region_figures_build_valid_specs():
+    import pandas as pd
+
+    from tokendyn.figures import basins
+
+    visits = pd.DataFrame([{"region": r, "labels": d, "start": s, "tau": t, "time_fraction value": 0.2,
+                            "time_fraction lo": 0.1, "time_fraction hi": 0.3}
+                           for r in ("health", "politics") for d in ("argmax", "gated") for s in ("health", "all")
+                           for t in (0.7, 1.0)])
+    basins.region_time(visits, ["health", "politics"], ["health", "all"], "t").to_dict()
+    spec = basins.group_boxplot({"a": [1.0, 2.0], "b": [3.0]}, "x", "t", rule=1.5).to_dict()
+    assert sum(len(d) for d in spec["datasets"].values()) == 4   # three values and the rule
+    refs = pd.DataFrame({"pc1": [0.0, 1.0], "pc2": [0.0, 1.0], "topic": ["a", "b"], "text": ["u", "v"]})
+    path = pd.DataFrame({"chain": [3, 3, 5, 5], "frame": [0, 1, 0, 1], "step": [0, 25, 0, 25],
+                         "pc1": [0.1, 0.2, 0.3, 0.4],
+                         "pc2": [0.0] * 4, "start": "health", "label": "politics", "gated": "none of these",
+                         "text": ["one two three"] * 4})
+    basins.embedding_paths(refs, path, "t").to_dict()
+    spec = basins.path_explorer(refs, path).to_dict()
+    params = {p["name"]: p for p in spec.get("params", [])} or \
+        {p["name"]: p for v in spec["vconcat"] for p in v.get("params", [])}
+    assert params["chain_pick"]["bind"]["options"] == [3, 5] and params["frame_pick"]["bind"]["max"] == 1
+    abl = pd.DataFrame({"corpus": ["with", "without"], "region": "politics", "tau": 1.0, "time fraction": [0.2, 0.1],
+                        "lo": [0.1, 0.0], "hi": [0.3, 0.2]})
+    basins.corpus_ablation(abl, ["politics"]).to_dict()
