@@ -398,8 +398,6 @@ def coupling_times(model: ConditionalModel, x0: Tensor, y0: Tensor, *, tau: Temp
     for name, v in (("x0", x0), ("y0", y0)):
         if not isinstance(v, Tensor):
             raise TypeError(f"{name} must be a torch.Tensor of token ids [B, n], got {type(v).__name__}")
-    check_states(model, x0, "x0")
-    check_states(model, y0, "y0")
     gen = make_generator(seed, x0.device)
     check_range("max_steps", max_steps, 0, integer=True)
     r = run(model, init_coupled(x0, y0), gen, steps=max_steps, tau=tau, scan=scan, coupling=coupling,

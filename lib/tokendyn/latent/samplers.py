@@ -119,7 +119,7 @@ def _check_state(state: FlowState) -> None:
 def ode_step(net: VelocityNet, state: FlowState, method: str | Integrator = "euler") -> tuple[FlowState, FlowInfo]:
     """One deterministic step of ``dx/dt = v(x, t)`` to the next grid time -> ``(state, info)``."""
     _check_state(state)
-    fn = method if method in METHODS.values() else METHODS[_method(method)]
+    fn = _integrator(method)
     a, b = state.grid[state.k], state.grid[state.k + 1]
     x, va = fn(net, state.x, a, b)
     return FlowState(x=x, k=state.k + 1, grid=state.grid), FlowInfo(a, b, state.x + (1.0 - a) * va)
@@ -141,11 +141,14 @@ def sde_step(net: VelocityNet, state: FlowState, *, generator: torch.Generator) 
     return FlowState(x=x, k=state.k + 1, grid=state.grid), FlowInfo(a, b, x1_hat)
 
 
-def _method(method: str | Integrator) -> str:
+def _integrator(method: str | Integrator) -> Integrator:
+    """An integrator given by name or as one of :data:`METHODS`' functions -> the function."""
     if callable(method):
-        raise ValueError(f"method must be one of {list(METHODS)} or their functions, got {method!r}")
+        if method not in METHODS.values():
+            raise ValueError(f"method must be one of {list(METHODS)} or their functions, got {method!r}")
+        return method
     check_choice("method", method, tuple(METHODS))
-    return method
+    return METHODS[method]
 
 
 def run(state: FlowState, step: Callable[[FlowState], tuple[FlowState, FlowInfo]]) -> FlowState:
@@ -165,7 +168,7 @@ def ode_sample(net: VelocityNet, x: torch.Tensor, t0: float = 0.0, steps: int = 
     latents at ``t = 1``.
     """
     state = init(x, t0, steps)
-    fn = method if method in METHODS.values() else METHODS[_method(method)]
+    fn = _integrator(method)
     return run(state, lambda s: ode_step(net, s, fn)).x
 
 
