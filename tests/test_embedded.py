@@ -82,7 +82,8 @@ def test_build_minilm_keeps_the_package_encoder_and_seeds_the_head():
 def test_shipped_weights_fit_the_budget():
     assert "minilm-mlm" in SHIPPED, "the default MLM is not shipped in data/models/minilm-mlm"
     total = sum(f.stat().st_size for f in shipped.models_dir().rglob("*.safetensors"))
-    assert total <= 25 * 2**20
+    # 25 MiB for the first models, plus 4 MiB for each member of Part I's model family
+    assert total <= (25 + 4 * len(shipped.FAMILY_DEPTHS)) * 2**20
 
 
 def test_registry_lists_every_shipped_model_with_its_size():
@@ -121,3 +122,17 @@ def test_default_mlm_puts_paris_first_and_rarely_copies():
     assert evaluation.token_word(m.tokenizer, int(logits.argmax())) == "paris"
     ev = json.loads((shipped.models_dir() / "minilm-mlm" / "eval.json").read_text())
     assert ev["copy_rate"] <= 0.10
+
+
+def test_model_family_cuts_minilm_and_trains_only_its_top_layer():
+
+    model, tok, trainable = shipped.build_minilm_depth(torch.Generator().manual_seed(0), 3)
+    assert model.config.num_hidden_layers == 3 and len(model.bert.encoder.layer) == 3
+    layer_names = {n.split(".")[3] for n in trainable if n.startswith("bert.encoder.layer.")}
+    assert layer_names == {"2"}
+    assert "cls.predictions.bias" in trainable
+    pkg = load_file(str(shipped.minilm_package_dir() / "model.safetensors"))
+    w = dict(model.named_parameters())["bert.encoder.layer.2.output.dense.weight"]
+    assert torch.equal(w, pkg["encoder.layer.2.output.dense.weight"])  # the package's own layer, not a fresh one
+    with pytest.raises(ValueError, match="depth=7"):
+        shipped.build_minilm_depth(torch.Generator(), 7)

@@ -153,6 +153,21 @@ def describe_mlms(mlms: dict[str, tuple]) -> str:
     return ", ".join(f"{k} ({n_params(v[0].model) / 1e6:.1f}M)" for k, v in mlms.items())
 
 
+def context_use(names: Iterable[str]) -> dict[str, float | None]:
+    """Cloze-probe top-5 of each model (None when it has no ``eval.json``, e.g. a hub model)."""
+    from .models.shipped import probe_top5
+
+    return {n: probe_top5(n) for n in names}
+
+
+def uses_context(names: Iterable[str]) -> list[str]:
+    """The models whose cloze-probe top-5 reaches :data:`~tokendyn.models.shipped.CONTEXT_TOP5`
+    (0.25), or that have no probe score (hub models, which are trained to use context)."""
+    from .models.shipped import CONTEXT_TOP5
+
+    return [n for n, t in context_use(names).items() if t is None or t >= CONTEXT_TOP5]
+
+
 def fmt(x: float | None, spec: str = ".3g", *, nan: str = "censored", inf: str = "censored") -> str:
     """``x`` formatted by ``spec``; ``nan`` for None or nan, ``inf`` for an infinite value.
 

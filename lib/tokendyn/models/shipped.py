@@ -64,7 +64,8 @@ INIT_STD = 0.02  # what transformers uses for BERT-style models
 
 
 def _bert_from_package(pkg: Path, weights_file: str, prefix_map: Callable[[str], str | None],
-                       generator: torch.Generator, fresh_head: bool = True) -> Any:
+                       generator: torch.Generator, fresh_head: bool = True,
+                       config: Any = None) -> Any:
     """A ``BertForMaskedLM`` whose encoder comes from a package; the head is fresh or the package's.
 
     Dropout is set to 0 so that training and evaluation are deterministic given the generator
@@ -72,7 +73,7 @@ def _bert_from_package(pkg: Path, weights_file: str, prefix_map: Callable[[str],
     """
     from transformers import BertConfig, BertForMaskedLM
 
-    config = BertConfig.from_pretrained(str(pkg))
+    config = config if config is not None else BertConfig.from_pretrained(str(pkg))
     config.hidden_dropout_prob = 0.0
     config.attention_probs_dropout_prob = 0.0
     config.tie_word_embeddings = True
@@ -113,6 +114,37 @@ def build_minilm(generator: torch.Generator, n_trained_layers: int = 4) -> tuple
     model = _bert_from_package(pkg, "model.safetensors", rename, generator)
     tok = AutoTokenizer.from_pretrained(str(pkg))
     return model, tok, _top_layers_and_head(model, tok, n_trained_layers)
+
+
+FAMILY_DEPTHS: dict[str, int] = {"minilm-depth2": 2, "minilm-depth3": 3, "minilm-depth4": 4}
+"""Part I's model family: all-MiniLM-L6-v2's first ``depth`` layers, one recipe, one tokenizer."""
+
+
+def build_minilm_depth(generator: torch.Generator, depth: int) -> tuple[Any, Any, list[str]]:
+    """all-MiniLM-L6-v2 cut to its first ``depth`` encoder layers, with a fresh MLM head.
+
+    Returns ``(model, tokenizer, trainable)`` as :func:`build_minilm`; training changes the top
+    layer, the head and the mask row. The members of :data:`FAMILY_DEPTHS` differ only in ``depth``:
+    same architecture, tokenizer, data, steps and seed, so that "across size" compares like with like.
+    """
+    from transformers import AutoTokenizer, BertConfig
+
+    if not 1 <= depth <= 6:
+        raise ValueError(f"depth={depth} is not allowed: all-MiniLM-L6-v2 has layers 1..6")
+    pkg = minilm_package_dir()
+
+    def rename(k: str) -> str | None:
+        if k.startswith("pooler.") or k.endswith("position_ids"):
+            return None
+        if k.startswith("encoder.layer.") and int(k.split(".")[2]) >= depth:
+            return None
+        return "bert." + k
+
+    config = BertConfig.from_pretrained(str(pkg))
+    config.num_hidden_layers = depth
+    model = _bert_from_package(pkg, "model.safetensors", rename, generator, config=config)
+    tok = AutoTokenizer.from_pretrained(str(pkg))
+    return model, tok, _top_layers_and_head(model, tok, 1)
 
 
 def _top_layers_and_head(model: Any, tok: Any, n_trained_layers: int) -> list[str]:
@@ -218,6 +250,8 @@ def build(name: str, generator: torch.Generator,
         return build_minilm(generator)
     if name in ("splade-tiny-mlm", "splade-tiny-nopolitics"):  # one recipe, two corpora
         return build_splade_tiny(generator)
+    if name in FAMILY_DEPTHS:
+        return build_minilm_depth(generator, FAMILY_DEPTHS[name])
     if name in SCRATCH_SIZES:
         return build_scratch(name, tokenizer_dir or models_dir() / name, generator)
     raise ValueError(f"name={name!r} is not allowed: choose one of {list(RECIPES)}")
@@ -292,6 +326,9 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
     Recipe("splade-tiny-nopolitics", "splade-tiny-mlm's recipe on the same mix with every political "
            "passage removed (no State of the Union, no politics-topic Wikipedia leads): chapter 4's "
            "corpus ablation", 4_432_954),
+    *(Recipe(name, f"all-MiniLM-L6-v2's first {d} layers (BERT, 384 hidden, uncased 30,522 WordPiece) "
+             f"+ MLM head; top layer and head trained here. Part I's model family: one recipe at "
+             f"depths {sorted(FAMILY_DEPTHS.values())}", 0) for name, d in FAMILY_DEPTHS.items()),
     Recipe("roberta-mini", "RoBERTa-style (4 layers, 128 hidden, own 8k byte-level BPE), trained "
            "from scratch here", 0),
     Recipe("modernbert-mini", "ModernBERT-style (4 layers, 128 hidden, RoPE, GeGLU, local/global "
@@ -310,6 +347,20 @@ def trained() -> list[Recipe]:
         meta = json.loads((d / "model.json").read_text())
         out.append(dataclasses.replace(r, n_params=meta.get("n_params", r.n_params)))
     return out
+
+
+CONTEXT_TOP5 = 0.25
+"""Cloze-probe top-5 from which a model counts as using its context (issue 14's bar)."""
+
+
+def probe_top5(name: str) -> float | None:
+    """Cloze-probe top-5 of shipped model ``name`` from its ``eval.json`` (None when not shipped
+    or not evaluated): how much the model reads its context. A model near 0 fills masks from
+    unigram statistics, and its conditionals are nearly constant."""
+    f = models_dir() / name / "eval.json" if _has_data_dir() else None
+    if f is None or not f.is_file():
+        return None
+    return float(json.loads(f.read_text())["top5"])
 
 
 def training_stages(training: dict[str, Any]) -> list[dict[str, Any]]:

@@ -32,6 +32,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "splade-tiny-mlm": dict(steps=800, batch=32, lr=5e-4, mask_rate=0.2, warmup=50),
     "splade-tiny-nopolitics": dict(steps=800, batch=32, lr=5e-4, mask_rate=0.2, warmup=50,
                                    sotu_share=0.0),
+    **{name: dict(steps=600, batch=32, lr=5e-4, mask_rate=0.25, warmup=50)
+       for name in ("minilm-depth2", "minilm-depth3", "minilm-depth4")},
     "roberta-mini": dict(steps=1200, batch=64, lr=1e-3, mask_rate=0.2, warmup=100),
     "modernbert-mini": dict(steps=1200, batch=64, lr=1e-3, mask_rate=0.2, warmup=100),
 }
