@@ -36,11 +36,14 @@ from .toy import PairwiseConditional, all_states
 @dataclass(frozen=True)
 class InfluenceEstimate:
     """``c_max`` ``[T, n, n]``: max TV over the sampled (context, alternative) pairs, the lower
-    bound on ``c_ij(tau)``; ``c_mean`` ``[T, n, n]``: the mean over them; ``taus`` ``[T]``."""
+    bound on ``c_ij(tau)``; ``c_mean`` ``[T, n, n]``: the mean over them; ``taus`` ``[T]``;
+    ``c_by_context`` ``[C, T, n, n]``: the max over each context's alternatives (None for exact
+    influence), from which resampling contexts gives the bound's spread."""
 
     c_max: Tensor
     c_mean: Tensor
     taus: Tensor
+    c_by_context: Tensor | None = None
 
     @property
     def alpha_hat(self) -> Tensor:
@@ -129,7 +132,7 @@ def estimate_influence(model: ConditionalModel, contexts: Tensor, taus: Sequence
     keep = ii != jj
     cc, jj, aa, ii = (t[keep].to(dev) for t in (cc, jj, aa, ii))
     T = len(taus_t)
-    c_max = torch.zeros(T, n, n, dtype=torch.float64, device=dev)
+    c_ctx = torch.zeros(T, C, n, n, dtype=torch.float64, device=dev)
     c_sum = torch.zeros(T, n, n, dtype=torch.float64, device=dev)
     for s in range(0, len(cc), chunk):
         c_, j_, a_, i_ = cc[s:s + chunk], jj[s:s + chunk], aa[s:s + chunk], ii[s:s + chunk]
@@ -140,9 +143,41 @@ def estimate_influence(model: ConditionalModel, contexts: Tensor, taus: Sequence
         for t, tau in enumerate(taus_t.tolist()):
             d = tv(probabilities(lx, tau), probabilities(ly, tau))
             flat = (i_ * n + j_)
-            c_max[t].view(-1).scatter_reduce_(0, flat, d, reduce="amax")
+            c_ctx[t].view(-1).scatter_reduce_(0, c_ * (n * n) + flat, d, reduce="amax")
             c_sum[t].view(-1).index_add_(0, flat, d)
-    return InfluenceEstimate(c_max=c_max.cpu(), c_mean=(c_sum / (C * n_alt)).cpu(), taus=taus_t)
+    return InfluenceEstimate(c_max=c_ctx.amax(1).cpu(), c_mean=(c_sum / (C * n_alt)).cpu(), taus=taus_t,
+                             c_by_context=c_ctx.transpose(0, 1).cpu())
+
+
+def alpha_by_contexts(est: InfluenceEstimate) -> Tensor:
+    """``[C, T]``: ``alpha_hat`` from the first ``k + 1`` contexts in row ``k``. A sampled lower
+    bound only grows with more contexts; a last row still climbing says the bound has not settled."""
+    if est.c_by_context is None:
+        raise ValueError("est has no per-context influence (it was not sampled by estimate_influence)")
+    return alpha(torch.cummax(est.c_by_context, dim=0).values)
+
+
+def crossing_interval(est: InfluenceEstimate, *, level: float = 0.95, n_boot: int = 1000,
+                      seed: int = 0) -> tuple[float, float]:
+    """Percentile interval of the tau where ``alpha_hat`` falls through 1, over bootstrap
+    resamples of the contexts (with replacement). A resample whose bound never falls below 1 on the
+    grid counts as ``inf``, one below 1 everywhere as 0. It measures how much the sampled bound
+    depends on which contexts were drawn, not how far it is from the true ``alpha``."""
+    import numpy as np
+
+    if est.c_by_context is None:
+        raise ValueError("est has no per-context influence (it was not sampled by estimate_influence)")
+    check_range("level", level, 0.0, 1.0, lo_open=True)
+    check_range("n_boot", n_boot, 100, None, integer=True)
+    C = est.c_by_context.shape[0]
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_boot)
+    for b in range(n_boot):
+        a = alpha(est.c_by_context[torch.as_tensor(rng.integers(0, C, C))].amax(0))
+        x = crossing(est.taus, a)
+        out[b] = x if not math.isnan(x) else (math.inf if float(a[-1]) >= 1 else 0.0)
+    lo, hi = np.quantile(out, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
+    return float(lo), float(hi)
 
 
 def crossing(taus: Tensor, values: Tensor, level: float = 1.0) -> float:

@@ -71,3 +71,31 @@ def load(chapter: str, out_dir: str | Path | None = None) -> dict[str, Any]:
     """Read back a chapter's record written by :func:`save`."""
     out = Path(out_dir) if out_dir is not None else results_dir()
     return json.loads((out / f"{chapter}.json").read_text())
+
+
+def save_run(path: str | Path, cells: dict[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]], *,
+             command: str, params: dict[str, Any], seed: int | None, models: list[str],
+             setup: Any = None) -> Path:
+    """Record a run's coupling times as an artifact (``data/runs/``), with what made it.
+
+    ``cells`` maps ``(model, n, tau)`` to ``(times [N], censored [N])``; ``command`` is the command
+    line that remakes the run. Returns the path written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"kind": "coupling times", "command": command,
+              "cells": [{"model": m, "n": int(n), "tau": float(t), "times": [int(v) for v in T.tolist()],
+                         "censored": [bool(v) for v in c.tolist()]} for (m, n, t), (T, c) in cells.items()],
+              "provenance": provenance(params, seed, models, setup)}
+    path.write_text(json.dumps(record, sort_keys=True) + "\n")
+    return path
+
+
+def load_run(path: str | Path) -> tuple[dict[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]],
+                                         dict[str, Any]]:
+    """Read a run recorded by :func:`save_run`: ``(cells, {"command", "provenance"})``."""
+    record = json.loads(Path(path).read_text())
+    cells = {(c["model"], c["n"], c["tau"]): (torch.tensor(c["times"], dtype=torch.long),
+                                              torch.tensor(c["censored"], dtype=torch.bool))
+             for c in record["cells"]}
+    return cells, {"command": record["command"], "provenance": record["provenance"]}

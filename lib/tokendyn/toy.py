@@ -248,6 +248,15 @@ def coupon_collector_survival(n: int, t_max: int) -> torch.Tensor:
     return out
 
 
+def coupon_collector_median(n: int) -> int:
+    """The exact median of the coupon-collector time over ``n`` sites: the first ``t`` with
+    ``P(T > t) <= 1/2`` (what a Kaplan-Meier median of coupling times estimates)."""
+    check_range("n", n, 1, None, integer=True)
+    t_max = int(4 * coupon_collector_mean(n)) + 2
+    surv = coupon_collector_survival(n, t_max)
+    return int((surv <= 0.5).nonzero()[0, 0])
+
+
 def pair_tv(P: torch.Tensor, ix: int, iy: int, steps: int) -> torch.Tensor:
     """Exact ``TV(P^t(x, .), P^t(y, .))`` for t = 0..steps from a kernel ``P`` [S, S] -> [steps + 1].
 

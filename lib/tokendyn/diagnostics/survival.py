@@ -37,8 +37,11 @@ class Survival:
     n_censored: int
 
     def median(self) -> float:
-        """The first grid time with ``surv <= 1/2`` (``inf`` if the known part never gets there)."""
-        hit = (self.surv <= 0.5) & self.known
+        """The first grid time with ``surv <= 1/2`` (``inf`` if the known part never gets there).
+
+        The product-limit estimate is a product of ``1 - d/r`` factors, so an exactly-half
+        survival can come out an ulp above 1/2; a 1e-12 tolerance keeps that case exact."""
+        hit = (self.surv <= 0.5 + 1e-12) & self.known
         return float(self.t[hit][0]) if bool(hit.any()) else math.inf
 
 

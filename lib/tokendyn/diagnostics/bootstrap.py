@@ -1,0 +1,137 @@
+"""Intervals for coupling-time summaries: bootstrap over the runs of each cell.
+
+A cell is the ``(times [N], censored [N])`` of the runs at one (model, n, tau). Resampling runs
+with replacement and recomputing the Kaplan-Meier median gives the median's interval; feeding the
+resampled medians through :func:`~.scaling.scaling_fit` and :func:`~.scaling.crossover` gives
+intervals on ``C(tau)`` and on the crossover ``tau*(n)``. One run is a prefix of any longer run
+with the same seed, so :func:`censor_at` turns a run at a large budget into the exact run at any
+smaller one: ``tau*`` against the budget comes from one run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+import torch
+
+from ..checks import check_range
+from .scaling import crossover, n_log_n, scaling_fit
+from .survival import as_1d
+
+K = TypeVar("K", bound=Hashable)
+
+__all__ = ["censor_at", "bootstrap_medians", "median_draws_interval", "Crossover", "crossover_draws",
+           "rise_probability", "scaling_C_interval"]
+
+
+def censor_at(times: torch.Tensor, censored: torch.Tensor, budget: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The runs as a run stopped at ``budget`` steps would have left them: ``(times [N], censored [N])``.
+
+    Exact for runs that share a seed, because a run with a smaller budget is the prefix of the
+    longer one: a pair that coupled by ``budget`` has the same time, any other is censored there.
+    ``budget`` must not exceed the budget the runs were made with (every censored time).
+    """
+    t = torch.as_tensor(times)
+    c = torch.as_tensor(censored, dtype=torch.bool)
+    check_range("budget", budget, 0, None, integer=True)
+    if bool(c.any()) and budget > int(t[c].min()):
+        raise ValueError(f"budget={budget} is above the budget these runs were censored at "
+                         f"({int(t[c].min())}): allowed 0..{int(t[c].min())}")
+    late = c | (t > budget)
+    return torch.where(late, torch.full_like(t, budget), t), late
+
+
+def _as_inf(times: torch.Tensor | Sequence[float], censored: torch.Tensor | Sequence[bool], key: object) -> np.ndarray:
+    t = as_1d("times", times).numpy()
+    c = torch.as_tensor(censored, dtype=torch.bool).flatten().numpy()
+    if c.size != t.size:
+        raise ValueError(f"{key!r}: censored has {c.size} entries but times has {t.size}")
+    if c.any() and (~c).any() and t[c].min() < t[~c].max():
+        raise ValueError(f"{key!r}: a run is censored before another one's event; the bootstrap "
+                         "needs one shared budget per cell")
+    return np.where(c, np.inf, t)
+
+
+def bootstrap_medians(cells: Mapping[K, tuple[torch.Tensor, torch.Tensor]], *, n_boot: int = 1000,
+                      seed: int = 0) -> dict[K, np.ndarray]:
+    """Kaplan-Meier medians of ``n_boot`` resamples of each cell: ``{key: (times, censored)}`` ->
+    ``{key: medians [n_boot]}`` (``inf`` where more than half a resample is censored).
+
+    With one budget per cell the Kaplan-Meier median is the ``ceil(N/2)``-th smallest time, a
+    censored run counting as infinite: the same value as :func:`~.survival.median_times`. Each cell
+    draws from its own seeded stream (cells are independent samples).
+    """
+    check_range("n_boot", n_boot, 100, None, integer=True)
+    out = {}
+    for k, (key, (times, censored)) in enumerate(cells.items()):
+        t = _as_inf(times, censored, key)
+        rng = np.random.default_rng([seed, k])
+        idx = rng.integers(0, t.size, size=(n_boot, t.size))
+        out[key] = np.sort(t[idx], axis=1)[:, math.ceil(t.size / 2) - 1]
+    return out
+
+
+def median_draws_interval(draws: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of bootstrap draws (``inf`` ends stay ``inf``)."""
+    check_range("level", level, 0.0, 1.0, lo_open=True)
+    a = (1 - level) / 2
+    s = np.sort(np.asarray(draws, dtype=np.float64))
+    # order statistics, not interpolation: an interval end is a value some resample gave
+    lo = s[max(0, math.ceil(a * len(s)) - 1)]
+    hi = s[min(len(s) - 1, math.ceil((1 - a) * len(s)) - 1)]
+    return float(lo), float(hi)
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """``tau*`` at one length: the grid bracket of the data, and its bootstrap draws.
+
+    ``tau_star`` / ``tau_below``: as :func:`~.scaling.crossover` (``nan`` off the grid);
+    ``draws`` [n_boot]: ``tau*`` of each resample, ``inf`` when it lies above the grid;
+    ``lo``, ``hi``: the percentile interval of the draws.
+    """
+
+    tau_below: float
+    tau_star: float
+    draws: np.ndarray
+    lo: float
+    hi: float
+
+
+def crossover_draws(medians: Mapping[float, float], draws: Mapping[float, np.ndarray], n: int, *,
+                    blowup: float = 3.0, level: float = 0.95) -> Crossover:
+    """The crossover at length ``n`` from the medians per tau and their bootstrap draws
+    (:func:`bootstrap_medians`, same ``n_boot`` for every tau)."""
+    scale = n_log_n(n)
+    below, star = crossover({t: m / scale for t, m in medians.items()}, blowup=blowup)
+    taus = sorted(draws)
+    n_boot = len(draws[taus[0]])
+    stars = np.empty(n_boot)
+    for b in range(n_boot):
+        _, hi = crossover({t: float(draws[t][b]) / scale for t in taus}, blowup=blowup)
+        stars[b] = math.inf if math.isnan(hi) else hi
+    lo, hi = median_draws_interval(stars, level)
+    return Crossover(below, star, stars, lo, hi)
+
+
+def rise_probability(first: Crossover, last: Crossover) -> float:
+    """Share of bootstrap draws in which ``tau*`` at the last length is above that at the first
+    (the two lengths' runs are independent, so draws are paired by index). "Rising with n beyond
+    the noise" is a rise probability of at least 0.975."""
+    a, b = first.draws, last.draws
+    if a.shape != b.shape:
+        raise ValueError(f"draw counts differ: {a.shape} and {b.shape}")
+    return float(np.mean(b > a))
+
+
+def scaling_C_interval(ns: Sequence[int], draws: Mapping[int, np.ndarray],
+                       level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of ``C`` in ``T = C n ln n`` over bootstrap draws of the median at
+    each ``n`` (``inf`` ends when censored resamples are that common)."""
+    n_boot = len(draws[ns[0]])
+    cs = np.array([scaling_fit(ns, [float(draws[n][b]) for n in ns]).C for b in range(n_boot)])
+    return median_draws_interval(cs, level)

@@ -1,0 +1,96 @@
+"""Bootstrap intervals on coupling-time medians, C(tau) and tau*; re-censoring at a smaller budget."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from tokendyn import diagnostics, experiments, toy
+from tokendyn.diagnostics import bootstrap as bs
+
+
+def _cell(n: int, budget: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randint(1, 2 * budget, (n,), generator=g).double()
+    c = t >= budget
+    return torch.where(c, torch.full_like(t, budget), t), c
+
+
+def test_bootstrap_median_of_the_full_sample_is_the_kaplan_meier_median():
+    # a resample that is the sample itself must give median_times' value, censored or not
+    for seed in range(20):
+        t, c = _cell(7 + seed, 30, seed)
+        km = diagnostics.median_times({"a": (t, c)})["a"]
+        x = np.where(c.numpy(), np.inf, t.numpy())
+        assert np.sort(x)[math.ceil(len(x) / 2) - 1] == km
+
+
+def test_bootstrap_medians_are_seeded_and_cover_the_median():
+    t, c = _cell(40, 50, 1)
+    a = bs.bootstrap_medians({"x": (t, c)}, n_boot=500, seed=3)["x"]
+    b = bs.bootstrap_medians({"x": (t, c)}, n_boot=500, seed=3)["x"]
+    assert np.array_equal(a, b)
+    lo, hi = bs.median_draws_interval(a)
+    assert lo <= diagnostics.median_times({"x": (t, c)})["x"] <= hi
+
+
+def test_bootstrap_refuses_unequal_budgets():
+    with pytest.raises(ValueError, match="one shared budget"):
+        bs.bootstrap_medians({"x": (torch.tensor([5.0, 9.0]), torch.tensor([True, False]))})
+
+
+def test_censor_at_is_the_prefix_of_a_longer_run():
+    # the exact claim: a run with budget B is the longer run re-censored at B
+    uni = toy.uniform(6, 3)
+    x, y = torch.zeros(64, 6, dtype=torch.long), torch.ones(64, 6, dtype=torch.long)
+    (T_long, c_long), = experiments.coupling_grid(uni, x, y, taus=[1.0], max_steps=40, seed=5).values()
+    (T_short, c_short), = experiments.coupling_grid(uni, x, y, taus=[1.0], max_steps=12, seed=5).values()
+    T_cut, c_cut = bs.censor_at(T_long, c_long, 12)
+    assert torch.equal(c_cut, c_short.bool())
+    assert torch.equal(T_cut.long(), T_short.long())
+    with pytest.raises(ValueError, match="budget=41"):
+        bs.censor_at(T_long, c_long, 41) if bool(c_long.any()) else bs.censor_at(
+            T_long, torch.ones_like(c_long), 41)
+
+
+def test_coupon_collector_median_is_exact():
+    assert toy.coupon_collector_median(1) == 1
+    # n = 2: T = 1 + Geometric(1/2); P(T > 1) = 1, P(T > 2) = 1/2 -> median 2
+    assert toy.coupon_collector_median(2) == 2
+    s = toy.coupon_collector_survival(10, 200)
+    m = toy.coupon_collector_median(10)
+    assert s[m] <= 0.5 < s[m - 1]
+
+
+def test_crossover_draws_and_rise_probability():
+    # a chain that couples fast only above tau = 2 at n = 8 and above tau = 3 at n = 16
+    taus = [1.0, 2.0, 3.0, 5.0]
+    cells = {}
+    for n, cut in ((8, 2.0), (16, 3.0)):
+        budget = int(10 * diagnostics.n_log_n(n))
+        for k, tau in enumerate(taus):
+            if tau >= cut:
+                t = torch.full((32,), float(n * 3 + k)), torch.zeros(32, dtype=torch.bool)
+            else:
+                t = torch.full((32,), float(budget)), torch.ones(32, dtype=torch.bool)
+            cells[(n, tau)] = t
+    draws = bs.bootstrap_medians(cells, n_boot=200)
+    med = diagnostics.median_times(cells)
+    cr = {n: bs.crossover_draws({t: med[(n, t)] for t in taus}, {t: draws[(n, t)] for t in taus}, n)
+          for n in (8, 16)}
+    assert (cr[8].tau_below, cr[8].tau_star) == (1.0, 2.0)
+    assert (cr[16].lo, cr[16].hi) == (3.0, 3.0)
+    assert bs.rise_probability(cr[8], cr[16]) == 1.0
+    assert bs.rise_probability(cr[16], cr[8]) == 0.0
+
+
+def test_scaling_C_interval_brackets_the_fit():
+    ns = [8, 16, 32]
+    cells = {n: _cell(64, int(6 * diagnostics.n_log_n(n)), n) for n in ns}
+    med = diagnostics.median_times(cells)
+    fit = diagnostics.scaling_fit(ns, [med[n] for n in ns])
+    lo, hi = bs.scaling_C_interval(ns, bs.bootstrap_medians(cells, n_boot=300))
+    assert lo <= fit.C <= hi
