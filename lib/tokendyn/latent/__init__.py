@@ -14,6 +14,10 @@ image-VAE weights reach this offline environment, so we train small analogues wi
   step, on the same network;
 - :mod:`.tube`: margins to the readout's decision boundaries, the tube mass F(r), flip rates, the
   oracle roll-in, structured against norm-matched isotropic residuals, and DABI;
+- :mod:`.dabi`: boundary-aligned directions (the exact nearest boundary of a linear readout, the
+  gradient of any decoder's loss), DABI over perturbation norms with paired-bootstrap intervals,
+  and structured against isotropic flip rates;
+- :mod:`.commitment`: the categorical commitment index (CCI) of a sampler's own trajectory;
 - :mod:`.bigram`: a smoothed bigram perplexity and repetition rate for generated tokens.
 
 They are trained with :mod:`tokendyn.training` (seeded initialisation, the resumable loop).
@@ -25,7 +29,14 @@ Time convention everywhere: ``t = 0`` is pure noise, ``t = 1`` is data,
 ``x_t = t * x1 + (1 - t) * eps``.
 """
 
+from .commitment import Commitment, commitment_index, continuous_commitment_index, flow_trajectory
+from .dabi import (DabiPoint, FlipRates, flip_rates, gradient_direction, isotropic_directions, margin_loss,
+                   nearest_boundary, squared_error)
 from .flow import VelocityNet, noise_to, noise_scale
 from .samplers import ode_sample, posterior_mean, sde_sample
 
-__all__ = ["VelocityNet", "noise_to", "noise_scale", "ode_sample", "posterior_mean", "sde_sample"]
+# dabi.dabi is not re-exported: a package attribute ``dabi`` would hide the submodule of that name.
+__all__ = ["Commitment", "DabiPoint", "FlipRates", "VelocityNet", "commitment_index", "continuous_commitment_index",
+           "flip_rates", "flow_trajectory", "gradient_direction", "isotropic_directions", "margin_loss",
+           "nearest_boundary", "noise_to", "noise_scale", "ode_sample", "posterior_mean", "sde_sample",
+           "squared_error"]

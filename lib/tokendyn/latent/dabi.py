@@ -1,0 +1,263 @@
+"""DABI: decoder amplification of boundary-aligned inputs, measured at controlled perturbation norms.
+
+Paper 2 compares the loss increase of a decoder under a structured, boundary-aligned perturbation
+of norm ``s`` with that under a norm-matched isotropic one: about 1 for smooth image decoders,
+``>> 10^2`` for sharp text readouts. :func:`tokendyn.latent.tube.dabi` scores a generator's own
+residual in one number; this module sweeps unit directions over norms, with intervals.
+
+A *latent* here is one row of ``z`` ``[N, d]``. Text: the per-token vectors ``[B, L, d]`` flattened
+to ``[B * L, d]`` (the readout acts on each alone). Images: each image's whole latent sequence
+``[B, 16, c]`` flattened to ``[B, 16 * c]``, with a decoder that reshapes it back. Loss functions
+map latents ``[N, d]`` to one loss per latent ``[N]`` against the clean target.
+
+Directions:
+
+- :func:`nearest_boundary`: for a linear readout ``logits = z @ W.T + b``, the exact nearest
+  decision boundary of the target class and the unit normal towards it;
+- :func:`gradient_direction`: for any differentiable decoder, the unit gradient of a per-latent
+  loss (:func:`margin_loss` for a classifier: steepest descent of the target's margin;
+  :func:`squared_error` for a reconstruction);
+- :func:`isotropic_directions`: seeded uniform directions on the sphere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..checks import check_range
+from ..stats import Estimate, bootstrap, wilson
+
+LatentLoss = Callable[[torch.Tensor], torch.Tensor]
+"""``z`` ``[N, d]`` -> per-latent loss ``[N]`` against the clean target."""
+
+_UNIT_TOL = 1e-4
+
+
+def _check_latents(z: torch.Tensor, name: str = "z") -> None:
+    if z.dim() != 2 or z.shape[0] < 1 or z.shape[1] < 1:
+        raise ValueError(f"{name} must be [N, d] with N, d >= 1, got shape {tuple(z.shape)}")
+    if not z.is_floating_point():
+        raise ValueError(f"{name} must be a floating tensor, got {z.dtype}")
+
+
+def _check_targets(y: torch.Tensor, n: int, n_classes: int, name: str = "y") -> None:
+    if y.shape != (n,) or y.is_floating_point() or y.dtype == torch.bool:
+        raise ValueError(f"{name} must be integer ids [{n}], got {y.dtype} {tuple(y.shape)}")
+    if int(y.min()) < 0 or int(y.max()) >= n_classes:
+        raise ValueError(f"{name}: ids must lie in [0, {n_classes}), got [{int(y.min())}, {int(y.max())}]")
+
+
+def _check_directions(z: torch.Tensor, directions: torch.Tensor, name: str = "structured_dir") -> None:
+    if directions.shape != z.shape:
+        raise ValueError(f"{name} must have the shape of z {tuple(z.shape)}, got {tuple(directions.shape)}")
+    off = ((directions.norm(dim=1) - 1).abs() > _UNIT_TOL).sum()
+    if off:
+        raise ValueError(f"{name}: {int(off)} of {len(z)} vectors are not unit length (allowed 1 +- {_UNIT_TOL})")
+
+
+def _chunked_argmax(weight: torch.Tensor, bias: torch.Tensor, z: torch.Tensor, chunk: int) -> torch.Tensor:
+    best = torch.full((len(z),), float("-inf"), dtype=z.dtype, device=z.device)
+    arg = torch.zeros(len(z), dtype=torch.long, device=z.device)
+    for start in range(0, weight.shape[0], chunk):
+        m, i = (z @ weight[start:start + chunk].T + bias[start:start + chunk]).max(1)
+        better = m > best  # strict: ties keep the lowest id, as argmax does
+        best, arg = torch.where(better, m, best), torch.where(better, i + start, arg)
+    return arg
+
+
+@torch.no_grad()
+def nearest_boundary(weight: torch.Tensor, bias: torch.Tensor, z: torch.Tensor, y: torch.Tensor | None = None,
+                     *, chunk: int = 1024) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The nearest decision boundary of class ``y`` for a linear readout, and the unit normal to it.
+
+    ``weight`` ``[V, d]``, ``bias`` ``[V]``, latents ``z`` ``[N, d]``, targets ``y`` ``[N]`` (``None``:
+    the readout's argmax). The signed distance to the boundary between ``y`` and ``k`` is
+    ``((w_y - w_k) . z + b_y - b_k) / ||w_y - w_k||`` (negative when ``k`` already outscores ``y``);
+    ``k*`` minimises it over ``k != y``. Returns ``(k_star [N], distance [N], direction [N, d])``
+    with ``direction = -(w_y - w_k*) / ||w_y - w_k*||``: moving ``distance`` along it reaches the
+    boundary. Competitors are scanned ``chunk`` rows of ``weight`` at a time, using
+    ``||w_y - w_k||^2 = ||w_y||^2 + ||w_k||^2 - 2 w_y . w_k``: memory ``O(N * chunk)``, never
+    ``[N, V, d]``. The returned distance and direction are recomputed from ``w_y - w_k*`` directly.
+    A competitor with the same row as ``y`` (no boundary) is skipped.
+    """
+    _check_latents(z)
+    if weight.dim() != 2 or weight.shape[0] < 2 or bias.shape != weight.shape[:1] or z.shape[1] != weight.shape[1]:
+        raise ValueError(f"weight/bias/z do not fit a linear readout with V >= 2: weight {tuple(weight.shape)}, "
+                         f"bias {tuple(bias.shape)}, z {tuple(z.shape)}")
+    check_range("chunk", chunk, 1, None, integer=True)
+    if y is None:
+        y = _chunked_argmax(weight, bias, z, chunk)
+    _check_targets(y, len(z), weight.shape[0])
+    wy = weight[y]  # [N, d]
+    sq = (weight * weight).sum(1)  # [V]
+    sq_y, logit_y = sq[y], (z * wy).sum(1) + bias[y]  # [N]
+    best = torch.full((len(z),), float("inf"), dtype=z.dtype, device=z.device)
+    k_star = torch.zeros(len(z), dtype=torch.long, device=z.device)
+    tiny = torch.finfo(z.dtype).eps * (sq.max() + 1)
+    for start in range(0, weight.shape[0], chunk):
+        w, b = weight[start:start + chunk], bias[start:start + chunk]
+        gap = logit_y[:, None] - (z @ w.T + b)  # [N, c]
+        dist2 = sq_y[:, None] + sq[start:start + chunk][None, :] - 2 * wy @ w.T
+        d = gap / dist2.clamp_min(tiny).sqrt()
+        ks = torch.arange(start, start + len(w), device=z.device)
+        d = d.masked_fill((ks[None, :] == y[:, None]) | (dist2 <= tiny), float("inf"))
+        m, i = d.min(1)
+        better = m < best
+        best, k_star = torch.where(better, m, best), torch.where(better, ks[i], k_star)
+    if torch.isinf(best).any():
+        raise ValueError("weight: some targets have no competitor with a different row (no decision boundary)")
+    normal = wy - weight[k_star]
+    length = normal.norm(dim=1)
+    distance = ((z * normal).sum(1) + bias[y] - bias[k_star]) / length
+    return k_star, distance, -normal / length[:, None]
+
+
+def margin_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Minus the margin of ``target``: ``max_{k != y} logit_k - logit_y``. ``logits`` ``[N, V]``,
+    ``target`` ``[N]`` -> ``[N]``. Its ascent direction decreases the margin (towards a boundary)."""
+    own = logits.gather(1, target[:, None])[:, 0]
+    other = logits.scatter(1, target[:, None], float("-inf")).max(1).values
+    return other - own
+
+
+def cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Per-latent cross-entropy: ``logits`` ``[N, V]``, ``target`` ``[N]`` -> ``[N]``."""
+    return torch.nn.functional.cross_entropy(logits, target, reduction="none")
+
+
+def squared_error(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Per-latent squared error summed over all but the first dim: ``[N, ...]`` x2 -> ``[N]``."""
+    return (output - target).pow(2).flatten(1).sum(1)
+
+
+def gradient_direction(decoder: Callable[[torch.Tensor], torch.Tensor],
+                       loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                       z: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Unit ascent direction of ``loss_fn(decoder(z), target)`` per latent, by autograd: ``[N, d]``.
+
+    ``decoder`` maps ``z`` ``[N, d]`` to logits or a reconstruction ``[N, ...]`` with each latent's
+    output depending on that latent only (rows are separable, so one backward pass of the summed
+    loss gives every row's own gradient). ``loss_fn(output, target) -> [N]``: :func:`margin_loss`
+    for a classifier (the direction decreases the target's margin fastest; for a linear readout it
+    points at the competitor with the highest logit, which need not be the Euclidean-nearest
+    boundary of :func:`nearest_boundary`), :func:`squared_error` for a reconstruction decoder. A
+    latent with zero gradient gets a zero vector (not a unit one).
+    """
+    _check_latents(z)
+    with torch.enable_grad():
+        x = z.detach().clone().requires_grad_(True)
+        loss = loss_fn(decoder(x), target)
+        if loss.shape != (len(z),):
+            raise ValueError(f"loss_fn must return one loss per latent [{len(z)}], got {tuple(loss.shape)}")
+        (g,) = torch.autograd.grad(loss.sum(), x)
+    return g / g.norm(dim=1, keepdim=True).clamp_min(torch.finfo(g.dtype).tiny)
+
+
+def isotropic_directions(shape: Sequence[int], generator: torch.Generator, *,
+                         dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> torch.Tensor:
+    """Independent uniform unit vectors on the sphere: ``shape`` ``(..., d)`` -> ``[..., d]``, seeded."""
+    shape = tuple(int(s) for s in shape)
+    if not shape or shape[-1] < 1:
+        raise ValueError(f"shape must end with the dimension d >= 1, got {shape}")
+    g = torch.randn(shape, generator=generator, dtype=dtype)
+    return (g / g.norm(dim=-1, keepdim=True)).to(device)
+
+
+@dataclass(frozen=True)
+class DabiPoint:
+    """DABI at one perturbation norm: mean loss increases over latents and their ratio."""
+
+    norm: float
+    structured: float
+    isotropic: float
+    ratio: Estimate
+
+
+def _ratio(a: np.ndarray, b: np.ndarray) -> float:
+    num, den = float(a.mean()), float(b.mean())
+    if den > 0:
+        return num / den
+    return float("inf") if num > 0 else float("nan")
+
+
+@torch.no_grad()
+def dabi(loss_fn: LatentLoss, z: torch.Tensor, structured_dir: torch.Tensor, norms: Sequence[float], *,
+         n_iso: int = 8, generator: torch.Generator, n_boot: int = 2000, level: float = 0.95,
+         seed: int = 0) -> list[DabiPoint]:
+    """DABI at each norm ``s``: mean of ``loss(z + s u) - loss(z)`` for the structured unit directions
+    ``u = structured_dir`` ``[N, d]`` over that for ``n_iso`` isotropic unit directions per latent.
+
+    ``loss_fn`` maps ``[N, d]`` -> ``[N]``. The isotropic directions are drawn once from
+    ``generator`` and reused at every norm, and each is used with both signs: the symmetric pair
+    cancels the first-order term exactly (the isotropic law is symmetric, so this is unbiased) and
+    leaves the curvature that an isotropic perturbation actually probes. The ratio's interval is a
+    paired percentile bootstrap over latents (resampled indices, both means recomputed; ``seed``).
+    A non-positive isotropic mean gives a ratio of ``inf`` (or ``nan`` if the structured mean is not
+    positive either). Returns one :class:`DabiPoint` per norm, in order. Pass float64 latents for
+    confidently read-out ones: a float32 cross-entropy rounds their small increases to 0.
+    """
+    _check_latents(z)
+    _check_directions(z, structured_dir)
+    if len(z) < 2:
+        raise ValueError(f"z: a bootstrap over latents needs N >= 2, got {len(z)}")
+    norms = [float(s) for s in norms]
+    if not norms:
+        raise ValueError("norms must hold at least one norm")
+    for s in norms:
+        check_range("norms", s, 0, None, lo_open=True)
+    check_range("n_iso", n_iso, 1, None, integer=True)
+    check_range("n_boot", n_boot, 100, None, integer=True)
+    check_range("level", level, 0.0, 1.0, lo_open=True)
+    iso = isotropic_directions((n_iso, *z.shape), generator, dtype=z.dtype, device=z.device)
+
+    def loss(x: torch.Tensor) -> torch.Tensor:
+        out = loss_fn(x)
+        if out.shape != (len(z),):
+            raise ValueError(f"loss_fn must return one loss per latent [{len(z)}], got {tuple(out.shape)}")
+        return out.double()
+
+    base = loss(z)
+    points = []
+    for s in norms:
+        inc_s = (loss(z + s * structured_dir) - base).cpu().numpy()
+        inc_i = torch.stack([loss(z + sign * s * u) - base for u in iso for sign in (1, -1)]).mean(0).cpu().numpy()
+        idx = np.arange(len(z), dtype=np.float64)
+        est = bootstrap(idx, lambda r: _ratio(inc_s[r.astype(int)], inc_i[r.astype(int)]),
+                        n_boot=n_boot, level=level, seed=seed)
+        points.append(DabiPoint(s, float(inc_s.mean()), float(inc_i.mean()), est))
+    return points
+
+
+@dataclass(frozen=True)
+class FlipRates:
+    """Argmax flips under a structured and a norm-matched isotropic perturbation of norm ``norm``:
+    Wilson intervals (``value`` is the fraction, ``n`` the number of latents) and the flip counts."""
+
+    norm: float
+    structured: Estimate
+    isotropic: Estimate
+    k_structured: int
+    k_isotropic: int
+    n: int
+
+
+@torch.no_grad()
+def flip_rates(readout_logits_fn: Callable[[torch.Tensor], torch.Tensor], z: torch.Tensor,
+               structured_dir: torch.Tensor, norm: float, *, generator: torch.Generator,
+               level: float = 0.95) -> FlipRates:
+    """How often the readout's argmax at ``z`` ``[N, d]`` changes when moved by ``norm`` along
+    ``structured_dir`` ``[N, d]`` (unit rows), against one isotropic unit direction per latent from
+    ``generator``. ``readout_logits_fn`` maps ``[N, d]`` -> logits ``[N, V]``."""
+    _check_latents(z)
+    _check_directions(z, structured_dir)
+    check_range("norm", norm, 0, None, lo_open=True)
+    clean = readout_logits_fn(z).argmax(-1)
+    iso = isotropic_directions(z.shape, generator, dtype=z.dtype, device=z.device)
+    k_s = int((readout_logits_fn(z + norm * structured_dir).argmax(-1) != clean).sum())
+    k_i = int((readout_logits_fn(z + norm * iso).argmax(-1) != clean).sum())
+    n = len(z)
+    return FlipRates(float(norm), wilson(k_s, n, level), wilson(k_i, n, level), k_s, k_i, n)
