@@ -146,23 +146,25 @@ def test_drift_panels_one_row_per_model():
     assert {r["drift to"] for r in rows} == {"own start", "other starts (forgotten level)"}
 
 
-def test_scaling_ratios_adds_the_exact_uniform_law_to_every_panel():
-    ratios = pd.DataFrame([{"measure": ms, "model": m, "tau": tau, "n": n, "T / (n ln n)": 1.0, "censored": False}
+def test_scaling_ratios_adds_the_exact_uniform_median_to_every_panel():
+    ratios = pd.DataFrame([{"measure": ms, "model": m, "tau": tau, "n": n, "T / (n ln n)": 1.0, "lo": 0.8,
+                            "hi": 1.2, "censored": False}
                            for ms in ("coupling", "drift") for m in ("a", "b") for tau in (1.0, 2.0) for n in (8, 16)])
-    anchors = pd.DataFrame({"n": [8, 16], "exact_mean_nHn": [8 * 2.717857, 16 * 3.380729]})
-    chart = figures.scaling_ratios(ratios, anchors)
+    exact = pd.DataFrame({"n": [8, 16], "exact_median": [toy.coupon_collector_median(8), toy.coupon_collector_median(16)]})
+    chart = figures.scaling_ratios(ratios, exact)
     rows = _rows(chart)
-    exact = [r for r in rows if r["tau"] == "uniform (exact n H_n)"]
-    assert len(exact) == 2 * 2 * 2
-    assert exact[0]["T / (n ln n)"] == pytest.approx(2.717857 / math.log(8))
-    assert {r["tau"] for r in rows} == {"tau=1", "tau=2", "uniform (exact n H_n)"}
+    ex = [r for r in rows if r["tau"] == "uniform (exact median)"]
+    assert len(ex) == 2 * 2 * 2
+    assert ex[0]["T / (n ln n)"] == pytest.approx(toy.coupon_collector_median(8) / (8 * math.log(8)))
+    assert {r["tau"] for r in rows} == {"tau=1", "tau=2", "uniform (exact median)"}
 
 
-def test_crossover_draws_above_the_grid_at_1_2_times_the_top_tau():
-    cross = pd.DataFrame({"measure": ["coupling"] * 2, "model": ["a"] * 2, "n": [8, 16],
-                          "tau_below": [1.0, np.nan], "tau_star": [1.5, np.nan]})
-    rows = _datasets(figures.crossover(cross, top_tau=5.0))[1]
+def test_crossover_vs_budget_draws_above_the_grid_at_1_2_times_the_top_tau():
+    cross = pd.DataFrame({"model": ["a"] * 2, "source": ["live"] * 2, "n": [8, 16], "budget_factor": [2.0, 2.0],
+                          "tau_star": [1.5, np.nan], "lo": [1.0, 3.0], "hi": [2.0, np.inf]})
+    rows = _datasets(figures.crossover_vs_budget(cross, taus=[1.0, 5.0]))[0]
     assert [r["tau_star"] for r in rows] == [1.5, 6.0]
+    assert [r["hi"] for r in rows] == [2.0, 6.0]
 
 
 def _deltas():

@@ -9,6 +9,12 @@ where ``l_i(.|b)`` are the masked-site logits at ``i`` with ``b`` at ``j`` (rest
 Log-normalisers cancel inside each bracket, so four masked evaluations give one ``delta``. If a
 joint ``pi`` had these conditionals both paths would equal ``log pi(z) / pi(x)`` and ``delta = 0``.
 
+Regrouped, ``delta = |I_i - I_j|`` (:func:`interactions`): ``I_i`` is how much site ``i``'s
+log-odds of ``a'`` over ``a`` change when ``j`` flips ``b -> b'``, ``I_j`` the same from ``j``;
+a joint would give both its interaction. :func:`normalized_delta` divides by ``|I_i| + |I_j|``, so
+that a model whose sites barely respond to each other (small ``I``, small ``delta``) does not
+pass for a compatible one. :func:`draw_interactions` draws rectangles and measures both in one go.
+
 Alternatives (:func:`draw_rectangles`): ``protocol="model"`` draws ``a'`` from the model's own
 conditional ``p_tau(. | x_-i)`` with the current token excluded (the states a chain actually
 visits); ``protocol="uniform"`` draws it uniformly over the support minus the current token.
@@ -21,16 +27,26 @@ contrast of ``M`` is a rectangle ``delta``; ``2 K`` masked evaluations give all 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from .checks import check_choice, check_range
 from .conditional import ConditionalModel, check_states, check_support
 from .sampling import PROTOCOLS, check_tau, choose_alternatives, make_generator
+from .stats import Estimate
 
+
+NORMALIZED_INDEPENDENT = 0.5 + math.log(2) / math.pi
+"""Mean :func:`normalized_delta` when ``I_i`` and ``I_j`` are independent draws of one centred
+Gaussian (``1/2 + ln 2 / pi ~ 0.72``): the level of two sites whose views of their interaction are
+unrelated. (Opposite signs, half the time, give 1; same signs give ``|tan(pi/4 - theta)|`` with
+``theta`` uniform on ``[0, pi/2]``, mean ``2 ln 2 / pi``.) A reference point, not a bound."""
 
 
 @dataclass(frozen=True)
@@ -47,13 +63,21 @@ class Rectangles:
 @dataclass(frozen=True)
 class ArnoldPressResult:
     """Per row: ``log_ratio`` ``M`` ``[B, K, K]``, its double-centred ``residual`` ``[B, K, K]``
-    (zero iff compatible on the grid), ``rms`` ``[B]`` of the residual and ``max_delta`` ``[B]``, the
-    largest rectangle ``delta`` among the grid's 2 x 2 minors."""
+    (zero iff compatible on the grid), ``rms`` ``[B]`` of the residual, ``max_delta`` ``[B]``, the
+    largest rectangle ``delta`` among the grid's 2 x 2 minors, and ``rms_delta`` ``[B]``, the
+    root-mean-square ``delta`` over those minors.
+
+    ``rms_delta = 2 K / (K - 1) * rms`` exactly (each minor's contrast is one of the residual's, and
+    the residual's rows and columns sum to zero), so the residual RMS in ``delta`` units is
+    ``rms_delta``: the grid's number to put next to the RMS ``delta`` of single random rectangles.
+    ``max_delta`` is a maximum over ``K^2 (K-1)^2 / 4`` minors and is larger than one rectangle's
+    ``delta`` by construction."""
 
     log_ratio: Tensor
     residual: Tensor
     rms: Tensor
     max_delta: Tensor
+    rms_delta: Tensor
 
 
 def _with(x: Tensor, site: Tensor, value: Tensor) -> Tensor:
@@ -105,13 +129,25 @@ def _gather(logits: Tensor, ids: Tensor) -> Tensor:
     return logits.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
 
 
-def delta(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, a_new: Tensor, b_new: Tensor,
-          *, tau: float = 1.0, signed: bool = False) -> Tensor:
-    """Rectangle discrepancy per row: x ``[B, n]``, sites ``i``, ``j`` ``[B]``, alternatives
-    ``a_new`` (at ``i``), ``b_new`` (at ``j``) ``[B]`` -> ``[B]`` float64 (``signed`` keeps the sign).
+def interactions(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, a_new: Tensor, b_new: Tensor,
+                 *, tau: float = 1.0) -> tuple[Tensor, Tensor]:
+    """Each site's view of the interaction between the two flips: ``(I_i, I_j)``, each ``[B]`` float64.
+
+    x ``[B, n]``, sites ``i``, ``j`` ``[B]``, alternatives ``a_new`` (``a'``, at ``i``) and ``b_new``
+    (``b'``, at ``j``) ``[B]``. With ``l`` the masked-site logits divided by ``tau``::
+
+        I_i = [l_i(a'|b') - l_i(a|b')] - [l_i(a'|b) - l_i(a|b)]
+        I_j = [l_j(b'|a') - l_j(b|a')] - [l_j(b'|a) - l_j(b|a)]
+
+    ``I_i`` is how much site ``i``'s log-odds of ``a'`` over ``a`` change when site ``j`` flips
+    ``b -> b'``, and ``I_j`` the same seen from ``j``. If a joint ``pi`` had these conditionals both
+    would equal its interaction ``log pi(z) pi(x) / (pi(y) pi(w))``, so a compatible model has
+    ``I_i = I_j`` on every rectangle and ``delta = |I_i - I_j|`` (:func:`delta`). A model that
+    ignores its context has ``I_i ~ I_j ~ 0``: small ``delta`` without being compatible
+    (:func:`normalized_delta` tells the two apart).
 
     One batched call of ``4 B`` masked evaluations. Raises ``ValueError``, before any model
-    call, if an alternative equals the current token (``a_new == x[i]`` makes ``delta = 0`` by
+    call, if an alternative equals the current token (``a_new == x[i]`` makes both zero by
     construction) or a token of the rectangle is outside the model's support; a model without a
     support mask is checked after the evaluations instead (its logit is ``-inf``).
     """
@@ -120,20 +156,95 @@ def delta(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, a_new: Tenso
     _check_values(model, x, i, a_new, "a_new", "i")
     _check_values(model, x, j, b_new, "b_new", "j")
     check_tau(tau)
-    a, b = _gather(x, i), _gather(x, j)
     w = _with(x, j, b_new)   # (a, b')
     y = _with(x, i, a_new)   # (a', b)
-    L = model.site_logits(torch.cat([x, w, x, y]), torch.cat([i, i, j, j])).double()
-    Li_b, Li_b2, Lj_a, Lj_a2 = L.chunk(4)
+    Li_b, Li_b2, Lj_a, Lj_a2 = model.site_logits(torch.cat([x, w, x, y]), torch.cat([i, i, j, j])).chunk(4)
+    return _interactions_from(x, i, j, a_new, b_new, Li_b, Li_b2, Lj_a, Lj_a2, tau)
+
+
+def _interactions_from(x: Tensor, i: Tensor, j: Tensor, a_new: Tensor, b_new: Tensor, Li_b: Tensor,
+                       Li_b2: Tensor, Lj_a: Tensor, Lj_a2: Tensor, tau: float) -> tuple[Tensor, Tensor]:
+    """``(I_i, I_j)`` from the four masked logits ``[B, V]``: site ``i`` with ``b`` / ``b'`` at ``j``,
+    site ``j`` with ``a`` / ``a'`` at ``i``."""
+    a, b = _gather(x, i), _gather(x, j)
     terms = torch.stack([_gather(Li_b, a_new), _gather(Li_b, a), _gather(Li_b2, a_new), _gather(Li_b2, a),
-                         _gather(Lj_a, b_new), _gather(Lj_a, b), _gather(Lj_a2, b_new), _gather(Lj_a2, b)])
+                         _gather(Lj_a, b_new), _gather(Lj_a, b), _gather(Lj_a2, b_new), _gather(Lj_a2, b)]).double()
     if not bool(torch.isfinite(terms).all()):
         raise ValueError("a token of the rectangle is outside the model's support (logit -inf)")
-    li_ab_new, li_ab, li_b2_new, li_b2 = terms[:4]
-    lj_a_new, lj_a, lj_a2_new, lj_a2 = terms[4:]
-    d = (li_ab_new - li_ab) + (lj_a2_new - lj_a2) - (lj_a_new - lj_a) - (li_b2_new - li_b2)
-    d = d / tau
+    li_ab_new, li_ab, li_b2_new, li_b2 = terms[:4]   # l_i(a'|b), l_i(a|b), l_i(a'|b'), l_i(a|b')
+    lj_a_new, lj_a, lj_a2_new, lj_a2 = terms[4:]     # l_j(b'|a), l_j(b|a), l_j(b'|a'), l_j(b|a')
+    I_i = (li_b2_new - li_b2) - (li_ab_new - li_ab)
+    I_j = (lj_a2_new - lj_a2) - (lj_a_new - lj_a)
+    return I_i / tau, I_j / tau
+
+
+def delta(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, a_new: Tensor, b_new: Tensor,
+          *, tau: float = 1.0, signed: bool = False) -> Tensor:
+    """Rectangle discrepancy per row: x ``[B, n]``, sites ``i``, ``j`` ``[B]``, alternatives
+    ``a_new`` (at ``i``), ``b_new`` (at ``j``) ``[B]`` -> ``[B]`` float64 (``signed`` keeps the sign).
+
+    ``delta = |I_i - I_j|`` with ``(I_i, I_j)`` from :func:`interactions` at ``tau`` (the module's
+    formula regrouped: the paths ``x -> y -> z`` and ``x -> w -> z`` differ by ``I_j - I_i``, the
+    signed value). Same checks and the same ``4 B`` masked evaluations as :func:`interactions`.
+    """
+    I_i, I_j = interactions(model, x, i, j, a_new, b_new, tau=tau)
+    d = I_j - I_i
     return d if signed else d.abs()
+
+
+def normalized_delta(I_i: Tensor, I_j: Tensor, *, atol: float = 0.0) -> Tensor:
+    """``|I_i - I_j| / (|I_i| + |I_j|)`` per row, in ``[0, 1]``: ``I_i``, ``I_j`` ``[B]`` -> ``[B]`` float64.
+
+    0 when the two sites see the same interaction (compatible), 1 when one sees none or they
+    disagree in sign. Unlike ``delta`` it does not shrink with the size of the interaction, so a
+    model that ignores its context (``I_i ~ I_j ~ 0``) does not pass as compatible. It is the
+    same at every ``tau``. Rows where ``|I_i| + |I_j| <= atol`` (``0 / 0`` when ``atol = 0``:
+    neither site responds to the other) are ``nan``; drop or count them, never average them as 0.
+    """
+    for name, t in (("I_i", I_i), ("I_j", I_j)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor [B], got {type(t).__name__}")
+    if I_i.shape != I_j.shape:
+        raise ValueError(f"I_i and I_j must have the same shape, got {tuple(I_i.shape)} and {tuple(I_j.shape)}")
+    check_range("atol", atol, 0.0)
+    a, b = I_i.double(), I_j.double()
+    den = a.abs() + b.abs()
+    out = (a - b).abs() / den.clamp_min(torch.finfo(torch.float64).tiny)
+    return torch.where(den > atol, out, torch.full_like(out, float("nan")))
+
+
+def tau_slope(taus: Sequence[float], deltas: Tensor | np.ndarray, *, n_boot: int = 2000,
+              level: float = 0.95, seed: int = 0) -> Estimate:
+    """Least-squares slope of ``log(mean delta)`` against ``log(tau)``, with a seeded percentile
+    bootstrap over rectangles.
+
+    ``deltas`` ``[T, B]``: row ``t`` holds ``B`` rectangles' ``delta`` at ``taus[t]``. Column ``r``
+    must be the same state (and sites) at every ``tau``, as :func:`draw_rectangles` with one seed
+    gives, so the bootstrap resamples columns, keeping each rectangle's ``T`` values together.
+    Slope ``-1`` is pure ``1 / tau`` scaling (exact on fixed rectangles).
+    """
+    d = np.asarray(deltas.cpu() if isinstance(deltas, Tensor) else deltas, dtype=np.float64)
+    t = np.asarray(list(taus), dtype=np.float64)
+    if d.ndim != 2 or d.shape[0] != t.size or t.size < 2 or d.shape[1] < 2:
+        raise ValueError(f"deltas must have shape [T, B] with T = len(taus) >= 2 and B >= 2, got "
+                         f"{tuple(d.shape)} for {t.size} taus")
+    for v in t:
+        check_range("taus", float(v), 0.0, lo_open=True)
+    if not (np.isfinite(d).all() and (d >= 0).all() and (d.mean(1) > 0).all()):
+        raise ValueError("deltas must be finite, non-negative, with a positive mean at every tau")
+    check_range("n_boot", n_boot, 100, None, integer=True)
+    check_range("level", level, 0.0, 1.0, lo_open=True)
+    lx = np.log(t) - np.log(t).mean()
+
+    def slope(means: np.ndarray) -> np.ndarray:   # means [T, ...] -> slopes [...]
+        ly = np.log(means)
+        return np.tensordot(lx, ly - ly.mean(0), axes=(0, 0)) / (lx ** 2).sum()
+
+    idx = np.random.default_rng(seed).integers(0, d.shape[1], size=(n_boot, d.shape[1]))
+    reps = slope(d[:, idx].mean(-1))               # [n_boot]
+    a = (1 - level) / 2
+    return Estimate(float(slope(d.mean(1))), float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a)),
+                    int(d.shape[1]), level)
 
 
 def delta_from_log_joint(lp_x: Tensor, lp_y: Tensor, lp_w: Tensor, lp_z: Tensor) -> Tensor:
@@ -198,6 +309,28 @@ def draw_rectangles(model: ConditionalModel, x: Tensor, *, protocol: str = "mode
     """A random rectangle per row of x ``[B, n]`` (``n >= 2``): sites by :func:`draw_sites`,
     alternatives ``a' != x_i`` and ``b' != x_j`` by ``protocol`` (``"model"``: from
     ``p_tau(. | x_-site)``; ``"uniform"``: uniform over the support). Seeded, CPU generator."""
+    return _draw(model, x, protocol, tau, seed, gap)[0]
+
+
+def draw_interactions(model: ConditionalModel, x: Tensor, *, protocol: str = "model", tau: float = 1.0,
+                      seed: int = 0, gap: int | None = None) -> tuple[Rectangles, Tensor, Tensor]:
+    """:func:`draw_rectangles` then :func:`interactions` at the same ``tau``, in ``4 B`` masked
+    evaluations instead of ``6 B`` (the logits that choose the alternatives are the unflipped ones
+    the interactions need). x ``[B, n]`` -> ``(rectangles, I_i [B], I_j [B])``; the same rectangles
+    as :func:`draw_rectangles` with the same arguments, and the same ``I`` up to float rounding of
+    the model's batched evaluations."""
+    r, L = _draw(model, x, protocol, tau, seed, gap)
+    b = x.shape[0]
+    w, y = _with(x, r.j, r.b2), _with(x, r.i, r.a2)   # (a, b'), (a', b)
+    L2 = model.site_logits(torch.cat([w, y]), torch.cat([r.i, r.j])).to(x.device)
+    I_i, I_j = _interactions_from(x, r.i, r.j, r.a2, r.b2, L[:b], L2[:b], L[b:], L2[b:], tau)
+    return r, I_i, I_j
+
+
+def _draw(model: ConditionalModel, x: Tensor, protocol: str, tau: float, seed: int,
+          gap: int | None) -> tuple[Rectangles, Tensor]:
+    """The rectangles of :func:`draw_rectangles` and the logits ``[2 B, V]`` that chose them:
+    site ``i`` of ``x`` (rows ``:B``), then site ``j`` (rows ``B:``), on ``x``'s device."""
     check_states(model, x, "x")
     check_choice("protocol", protocol, PROTOCOLS)
     check_tau(tau)
@@ -207,10 +340,11 @@ def draw_rectangles(model: ConditionalModel, x: Tensor, *, protocol: str = "mode
     gen = make_generator(seed, "cpu")
     i, j = draw_sites(b, n, gen, gap)
     i, j = i.to(x.device), j.to(x.device)
-    L = model.site_logits(torch.cat([x, x]), torch.cat([i, j])).cpu()
-    a2 = choose_alternatives(L[:b], _gather(x, i).cpu(), 1, protocol, tau, gen)[:, 0]
-    b2 = choose_alternatives(L[b:], _gather(x, j).cpu(), 1, protocol, tau, gen)[:, 0]
-    return Rectangles(i=i, j=j, a2=a2.to(x.device), b2=b2.to(x.device))
+    L = model.site_logits(torch.cat([x, x]), torch.cat([i, j]))
+    Lc = L.cpu()
+    a2 = choose_alternatives(Lc[:b], _gather(x, i).cpu(), 1, protocol, tau, gen)[:, 0]
+    b2 = choose_alternatives(Lc[b:], _gather(x, j).cpu(), 1, protocol, tau, gen)[:, 0]
+    return Rectangles(i=i, j=j, a2=a2.to(x.device), b2=b2.to(x.device)), L.to(x.device)
 
 
 def draw_grid(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, k: int, *,
@@ -273,8 +407,11 @@ def arnold_press(model: ConditionalModel, x: Tensor, i: Tensor, j: Tensor, a_val
     # contrast over all pairs (k, k') x (l, l'): M[k',l'] - M[k',l] - M[k,l'] + M[k,l]
     C = (M[:, :, None, :, None] - M[:, :, None, None, :]
          - M[:, None, :, :, None] + M[:, None, :, None, :])
+    proper = (ks[0][:, None] != ks[0][None, :]).double()            # k != k' (and l != l')
+    minors = proper[:, :, None, None] * proper[None, None]          # [k, k', l, l']
+    rms_delta = ((C.pow(2) * minors).flatten(1).sum(1) / minors.sum()).sqrt()
     return ArnoldPressResult(log_ratio=M, residual=R, rms=R.pow(2).mean((1, 2)).sqrt(),
-                             max_delta=C.abs().flatten(1).max(1).values)
+                             max_delta=C.abs().flatten(1).max(1).values, rms_delta=rms_delta)
 
 
 def draw_rectangles_uniform(vocab_size: int, excluded: list[int], x: Tensor, *, seed: int = 0,

@@ -13,9 +13,9 @@ from .mixing import (coupling_anchor, distance_to_stationarity, dwell_survival, 
                      stationary_laws, survival_grid)
 from .probes import cloze_scores, register_scores
 from .performance import flop_rates, kernel_rates, scaling_table, step_rate_rounds, step_rate_scaling
-from .rectangles import (arnold_press, delta_by_gap, delta_controls, delta_distribution, delta_vs_size,
-                         delta_vs_tau, paired_deltas)
-from .scaling import crossover, scaling_ratios
+from .rectangles import (arnold_press, delta_by_gap, delta_controls, delta_distribution, delta_intervals,
+                         delta_vs_depth, delta_vs_size, delta_vs_tau, paired_deltas)
+from .scaling import crossover_vs_budget, scaling_ratios
 from .sites import site_entropy
 from .tube import (cliff, generation_perplexity, image_rollin, residual_direction, rollin_flips,
                    terminal_flips, tube_mass, tube_prediction)
@@ -26,6 +26,6 @@ __all__ = ["arrhenius_collapse", "arrhenius_lines", "corpus_ablation", "dwell_vs
            "coupling_anchor", "distance_to_stationarity", "dwell_survival", "paired_survival",
            "stationary_laws", "survival_grid", "flop_rates", "kernel_rates", "scaling_table",
            "step_rate_rounds", "step_rate_scaling", "cloze_scores", "register_scores", "arnold_press", "delta_by_gap", "delta_controls",
-           "delta_distribution", "delta_vs_size", "delta_vs_tau", "paired_deltas", "crossover",
+           "delta_distribution", "delta_intervals", "delta_vs_depth", "delta_vs_size", "delta_vs_tau", "paired_deltas", "crossover_vs_budget",
            "scaling_ratios", "site_entropy", "cliff", "generation_perplexity", "image_rollin",
            "residual_direction", "rollin_flips", "terminal_flips", "tube_mass", "tube_prediction"]

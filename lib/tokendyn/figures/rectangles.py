@@ -1,5 +1,6 @@
-"""Figures of the rectangle test: the distribution of delta, its dependence on distance, temperature
-and size, Arnold-Press grids, the controls, and paired deltas of two models."""
+"""Figures of the rectangle test: the distribution of delta, its mean and normalised mean with
+intervals, its dependence on distance, temperature, size and depth, Arnold-Press grids, the
+controls, and paired deltas of two models."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import altair as alt
 import pandas as pd
 import torch
 
-__all__ = ["delta_distribution", "delta_by_gap", "delta_vs_tau", "delta_vs_size", "arnold_press",
-           "delta_controls", "paired_deltas"]
+__all__ = ["delta_distribution", "delta_intervals", "delta_by_gap", "delta_vs_tau", "delta_vs_size",
+           "delta_vs_depth", "arnold_press", "delta_controls", "paired_deltas"]
+
+STATISTICS = ("raw delta", "normalized delta")
+"""The two statistics the interval figures draw, one panel each, in this order."""
 
 
 def _paper_band(paper_range: tuple[float, float]) -> alt.Chart:
@@ -20,22 +24,73 @@ def _paper_band(paper_range: tuple[float, float]) -> alt.Chart:
 
 
 def delta_distribution(deltas: pd.DataFrame, paper_range: tuple[float, float]) -> alt.LayerChart:
-    """Box plots (whiskers min-max) of delta per model and protocol over the paper's range.
+    """Box plots (whiskers min-max, box the quartiles, tick the median) of delta per model and
+    protocol over the paper's range.
 
-    ``deltas`` has one row per rectangle: columns ``model``, ``protocol``, ``delta``.
+    ``deltas`` has one row per rectangle: columns ``model``, ``protocol``, ``delta`` (other columns
+    are ignored). The five numbers are computed here, so the chart carries one row per box, not
+    one per rectangle.
     """
-    box = alt.Chart(deltas).mark_boxplot(extent="min-max", size=14).encode(
-        x=alt.X("delta:Q", title="rectangle delta (nats, tau = 1)"), y=alt.Y("model:N", title=None),
-        yOffset="protocol:N", color="protocol:N")
+    _check_columns("deltas", deltas, ("model", "protocol", "delta"))
+    g = deltas.groupby(["model", "protocol"])["delta"]
+    five = pd.concat([g.min().rename("min"), g.quantile(0.25).rename("q25"), g.median().rename("median"),
+                      g.quantile(0.75).rename("q75"), g.max().rename("max")], axis=1).reset_index()
+    base = alt.Chart(five).encode(y=alt.Y("model:N", title=None), yOffset="protocol:N", color="protocol:N",
+                                  tooltip=["model", "protocol", "min", "q25", "median", "q75", "max"])
+    box = alt.layer(
+        base.mark_rule().encode(x=alt.X("min:Q", title="rectangle delta (nats, tau = 1)"), x2="max:Q"),
+        base.mark_bar(size=12).encode(x="q25:Q", x2="q75:Q"),
+        base.mark_tick(thickness=2, size=12).encode(x="median:Q", color=alt.value("black")))
     return alt.layer(_paper_band(paper_range), box).properties(height=110 * deltas["model"].nunique(),
         title=f"Distribution of delta per model and protocol; orange band: the paper's [{paper_range[0]:.2f}, {paper_range[1]:.2f}]")
 
 
-def delta_by_gap(gap_df: pd.DataFrame) -> alt.Chart:
-    """Mean delta against the distance |i - j| per model. ``gap_df``: columns ``model``, ``gap``, ``mean delta``."""
-    return alt.Chart(gap_df).mark_line(point=True).encode(
-        x=alt.X("gap:Q", title="|i - j|"), y=alt.Y("mean delta:Q", title="mean delta (model protocol)"), color="model:N"
-    ).properties(title="Incompatibility against the distance between the two sites")
+def _check_columns(name: str, frame: pd.DataFrame, columns: tuple[str, ...]) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} lacks the column(s) {missing}; it has {list(frame.columns)}")
+
+
+def delta_intervals(ci_df: pd.DataFrame, paper_range: tuple[float, float] | None = None) -> alt.FacetChart:
+    """Mean with its interval per model and protocol, one panel per statistic (raw delta in nats,
+    normalized delta in [0, 1]).
+
+    ``ci_df`` has one row per (model, protocol, statistic): columns ``model``, ``protocol``,
+    ``statistic`` (one of :data:`STATISTICS`), ``mean``, ``lo``, ``hi``. ``paper_range``, if given,
+    is drawn as an orange band in the raw-delta panel.
+    """
+    _check_columns("ci_df", ci_df, ("model", "protocol", "statistic", "mean", "lo", "hi"))
+    bad = sorted(set(ci_df["statistic"]) - set(STATISTICS))
+    if bad:
+        raise ValueError(f"statistic must be one of {list(STATISTICS)}, got {bad}")
+    df = ci_df.copy()
+    if paper_range is not None:   # on one row of the raw panel only, so that the band is drawn once
+        first = [k == (df["statistic"] == STATISTICS[0]).idxmax() and s == STATISTICS[0]
+                 for k, s in zip(df.index, df["statistic"])]
+        df["paper lo"] = [paper_range[0] if f else None for f in first]
+        df["paper hi"] = [paper_range[1] if f else None for f in first]
+    base = alt.Chart().encode(y=alt.Y("model:N", title=None, sort=None), yOffset="protocol:N", color="protocol:N")
+    layers = [base.mark_rule(strokeWidth=2).encode(x=alt.X("lo:Q", title="mean over rectangles [95% interval]"),
+                                                    x2="hi:Q"),
+              base.mark_point(filled=True, size=60).encode(x="mean:Q", tooltip=["model", "protocol", "mean", "lo", "hi"])]
+    if paper_range is not None:
+        layers.insert(0, alt.Chart().mark_rect(opacity=0.2, color="orange").encode(x="paper lo:Q", x2="paper hi:Q"))
+    return alt.layer(*layers, data=df).properties(width=300, height=40 * df["model"].nunique()).facet(
+        column=alt.Column("statistic:N", sort=list(STATISTICS), title=None)
+    ).resolve_scale(x="independent").properties(
+        title="Mean raw and normalized delta per model and protocol, with 95% bootstrap intervals")
+
+
+def delta_by_gap(gap_df: pd.DataFrame) -> alt.Chart | alt.LayerChart:
+    """Mean delta against the distance |i - j| per model. ``gap_df``: columns ``model``, ``gap``,
+    ``mean delta``, and optionally ``lo``, ``hi`` (an interval per point, drawn as a bar)."""
+    line = alt.Chart(gap_df).mark_line(point=True).encode(
+        x=alt.X("gap:Q", title="|i - j|"), y=alt.Y("mean delta:Q", title="mean delta (model protocol)"), color="model:N")
+    title = "Incompatibility against the distance between the two sites"
+    if not {"lo", "hi"} <= set(gap_df.columns):
+        return line.properties(title=title)
+    bars = alt.Chart(gap_df).mark_rule().encode(x="gap:Q", y="lo:Q", y2="hi:Q", color="model:N")
+    return alt.layer(line, bars).properties(title=title + " (bars: 95% intervals)")
 
 
 def delta_vs_tau(tau_df: pd.DataFrame) -> alt.Chart:
@@ -60,6 +115,33 @@ def delta_vs_size(summary: pd.DataFrame, sizes: Mapping[str, float]) -> alt.Char
         x=alt.X("parameters (M):Q", scale=alt.Scale(type="log")), y=alt.Y("mean:Q", title="mean delta"),
         color="model:N", shape="protocol:N", tooltip=["model", "protocol", "mean", "parameters (M)"]
     ).properties(title="Mean delta against model size (the paper: incompatibility persists across size)")
+
+
+def delta_vs_depth(fam_df: pd.DataFrame) -> alt.FacetChart:
+    """Mean raw and normalized delta (with intervals) against the number of encoder layers, one
+    panel per statistic: the one-recipe family joined by a line, other recipes as open squares.
+
+    ``fam_df`` has one row per (model, statistic): columns ``model``, ``layers``,
+    ``parameters (M)``, ``recipe`` (``"family"`` or another label), ``statistic`` (one of
+    :data:`STATISTICS`), ``mean``, ``lo``, ``hi``.
+    """
+    _check_columns("fam_df", fam_df, ("model", "layers", "parameters (M)", "recipe", "statistic", "mean", "lo", "hi"))
+    df = fam_df.assign(label=[f"{m} ({p:.1f}M)" for m, p in zip(fam_df["model"], fam_df["parameters (M)"])])
+    fam = alt.datum.recipe == "family"
+    x = alt.X("layers:O", title="encoder layers", axis=alt.Axis(labelAngle=0))
+    base = alt.Chart().encode(x=x, xOffset=alt.XOffset("recipe:N", sort=["family"]),
+                              color=alt.Color("label:N", title="model (parameters)"))
+    tip = ["model", "recipe", "layers", "parameters (M)", "mean", "lo", "hi"]
+    return alt.layer(
+        base.transform_filter(fam).mark_line(color="gray", strokeDash=[3, 2]).encode(
+            y=alt.Y("mean:Q", title="mean over rectangles [95% interval]"), color=alt.value("gray")),
+        base.mark_rule(strokeWidth=2).encode(y="lo:Q", y2="hi:Q"),
+        base.transform_filter(fam).mark_point(filled=True, size=70, shape="circle").encode(y="mean:Q", tooltip=tip),
+        base.transform_filter(~fam).mark_point(filled=False, size=90, shape="square").encode(y="mean:Q", tooltip=tip),
+        data=df,
+    ).properties(width=260, height=220).facet(column=alt.Column("statistic:N", sort=list(STATISTICS), title=None)
+    ).resolve_scale(y="independent").properties(
+        title="Delta against depth: filled circles, one recipe at several depths; open squares, other recipes")
 
 
 def arnold_press(ap_df: pd.DataFrame, k: int) -> alt.Chart:

@@ -8,53 +8,65 @@ import pandas as pd
 from ..diagnostics import n_log_n
 from ._style import tau_palette
 
-__all__ = ["scaling_ratios", "crossover"]
+__all__ = ["scaling_ratios", "crossover_vs_budget"]
 
-EXACT = "uniform (exact n H_n)"
+EXACT = "uniform (exact median)"
 
 
-def scaling_ratios(ratios: pd.DataFrame, anchors: pd.DataFrame) -> alt.FacetChart:
-    """Median T / (n ln n) against n (log-log), one panel per model (rows) and measure (columns).
+def scaling_ratios(ratios: pd.DataFrame, exact: pd.DataFrame) -> alt.FacetChart:
+    """Median T / (n ln n) against n (log-log) with 95% bootstrap bars, one panel per model (rows)
+    and measure (columns).
 
     ``ratios`` has one row per (measure, model, tau, n): columns ``measure``, ``model``, ``tau``
-    (a number), ``n``, ``T / (n ln n)`` (censored medians already placed at the budget) and
-    ``censored`` (bool, drawn as the point's shape). ``anchors`` has columns ``n`` and
-    ``exact_mean_nHn``: the uniform model's exact mean, drawn in black in every panel.
+    (a number), ``n``, ``T / (n ln n)``, ``lo``, ``hi`` (censored values already placed at the
+    budget) and ``censored`` (bool, drawn as the point's shape). ``exact`` has columns ``n`` and
+    ``exact_median``: the uniform model's exact median coupling time (coupon collector), drawn in
+    black in every panel, so that a median is compared with a median.
     """
     measures = list(dict.fromkeys(ratios["measure"]))
     models = list(dict.fromkeys(ratios["model"]))
     taus = list(dict.fromkeys(ratios["tau"]))
     exact_ratio = pd.DataFrame([{"measure": measure, "model": name, "tau": EXACT, "n": n,
-                                 "T / (n ln n)": mean / n_log_n(n), "censored": False}
+                                 "T / (n ln n)": med / n_log_n(n), "lo": med / n_log_n(n),
+                                 "hi": med / n_log_n(n), "censored": False}
                                 for measure in measures for name in models
-                                for n, mean in zip(anchors["n"].tolist(), anchors["exact_mean_nHn"].tolist())])
+                                for n, med in zip(exact["n"].tolist(), exact["exact_median"].tolist())])
     scale_all = pd.concat([ratios.assign(tau=[f"tau={t:g}" for t in ratios["tau"]]), exact_ratio])
     series = [f"tau={t:g}" for t in taus] + [EXACT]
-    pts = alt.Chart().encode(
-        x=alt.X("n:Q", scale=alt.Scale(type="log", base=2), title="n"),
-        y=alt.Y("T / (n ln n):Q", scale=alt.Scale(type="log"), title="median T / (n ln n)"),
-        color=alt.Color("tau:N", title=None, sort=series,
-                        scale=alt.Scale(domain=series, range=tau_palette(len(taus)) + ["black"])))
+    color = alt.Color("tau:N", title=None, sort=series,
+                      scale=alt.Scale(domain=series, range=tau_palette(len(taus)) + ["black"]))
+    x = alt.X("n:Q", scale=alt.Scale(type="log", base=2), title="n")
+    pts = alt.Chart().encode(x=x, y=alt.Y("T / (n ln n):Q", scale=alt.Scale(type="log"),
+                                          title="median T / (n ln n)"), color=color)
     return alt.layer(
         pts.mark_line(),
         pts.mark_point(filled=True, size=60).encode(shape=alt.Shape("censored:N", title="censored at budget")),
+        alt.Chart().mark_rule().encode(x=x, y="lo:Q", y2="hi:Q", color=color),
         data=scale_all,
     ).properties(width=240, height=220).facet(row=alt.Row("model:N", title=None), column=alt.Column("measure:N", title=None)
     ).properties(title="T / (n ln n) against n: flat means n log n mixing; censored medians are drawn at the budget")
 
 
-def crossover(cross: pd.DataFrame, *, top_tau: float) -> alt.LayerChart:
-    """tau*(n) per model and measure against n, with the paper's tau ~ 1.5-2 as an orange band.
+def crossover_vs_budget(cross: pd.DataFrame, *, taus: list[float]) -> alt.FacetChart:
+    """tau* against the budget factor, one line per n, one panel per model (and source, when a
+    recorded run is shown beside the live one), with 95% bootstrap bars; orange band: the
+    paper's tau ~ 1.5-2.
 
-    ``cross`` has columns ``model``, ``measure``, ``n``, ``tau_star`` (nan when the crossover is
-    above the grid: drawn at 1.2 times ``top_tau``, the grid's highest temperature).
+    ``cross`` has columns ``model``, ``source``, ``n``, ``budget_factor``, ``tau_star``, ``lo``,
+    ``hi``; a value above the grid (nan or inf) is drawn at 1.2 times the grid's top temperature.
     """
-    band = alt.Chart(pd.DataFrame({"lo": [1.5], "hi": [2.0]})).mark_rect(opacity=0.15, color="orange").encode(
-        y="lo:Q", y2="hi:Q")
-    cross_plot = cross.assign(tau_star=cross.tau_star.fillna(top_tau * 1.2))
+    top = max(taus) * 1.2
+    plot = cross.assign(**{k: cross[k].astype(float).replace([float("inf")], top).fillna(top)
+                           for k in ("tau_star", "lo", "hi")}, n=cross["n"].astype(str))
+    x = alt.X("budget_factor:Q", scale=alt.Scale(type="log"), title="budget (multiples of n ln n)")
+    y = alt.Y("tau_star:Q", title="tau*", scale=alt.Scale(domain=[0, top * 1.05]))
+    band = alt.Chart().mark_rect(opacity=0.15, color="orange").encode(y=alt.datum(1.5), y2=alt.datum(2.0))
+    base = alt.Chart().encode(x=x, color=alt.Color("n:N", title="n", sort=None))
     return alt.layer(
         band,
-        alt.Chart(cross_plot).mark_line(point=True).encode(
-            x=alt.X("n:Q", scale=alt.Scale(type="log", base=2)), y=alt.Y("tau_star:Q", title="tau*(n)"),
-            color="model:N", strokeDash="measure:N"),
-    ).properties(title="Crossover tau*(n) (orange band: the paper's tau ~ 1.5-2)", width=420, height=260)
+        base.mark_line(point=True).encode(y=y),
+        base.mark_rule().encode(y="lo:Q", y2="hi:Q"),
+        data=plot,
+    ).properties(width=260, height=220).facet(column=alt.Column("model:N", title=None),
+                                              row=alt.Row("source:N", title=None)
+    ).properties(title=f"tau* against the coupling budget (top of the axis: above the grid, > {max(taus):g})")
