@@ -5,6 +5,7 @@ import torch
 
 from tokendyn.latent.commitment import commitment_index, continuous_commitment_index, flow_trajectory
 from tokendyn.latent.samplers import init, ode_sample, ode_step
+from latent_toys import PointMass
 
 
 def unmask_and_commit(b=2, n=5, undecided=-1, order=None):
@@ -42,15 +43,6 @@ def test_remasked_unfilled_and_glauber_positions_are_not_committed():
 def test_continuous_trajectory_gives_zero():
     out = continuous_commitment_index(torch.randn(5, 2, 3, 4, generator=torch.Generator().manual_seed(0)))
     assert (out.value, out.committed, out.n) == (0.0, 0, 6) and "continuous" in out.reason
-
-
-class PointMass(torch.nn.Module):
-    def __init__(self, mu):
-        super().__init__()
-        self.mu = mu
-
-    def forward(self, x, t):
-        return (self.mu - x) / (1 - t[:, None, None])
 
 
 def test_flow_trajectory_records_every_state_of_a_sampler():

@@ -8,6 +8,7 @@ import torch
 
 from tokendyn.latent import tube
 from tokendyn.latent.samplers import posterior_mean
+from latent_toys import PointMass
 
 
 def test_margin_exact_small_case():
@@ -73,17 +74,6 @@ def test_dabi_is_one_for_a_norm_only_loss_and_large_for_aligned_residuals():
     aligned = torch.zeros_like(clean)
     aligned[:, 0] = 0.1
     assert tube.dabi(first, clean, aligned, torch.Generator().manual_seed(1)) > 2.5
-
-
-class PointMass(torch.nn.Module):
-    """Velocity of data concentrated at mu: (mu - x) / (1 - t); the posterior mean is mu."""
-
-    def __init__(self, mu):
-        super().__init__()
-        self.mu = mu
-
-    def forward(self, x, t):
-        return (self.mu - x) / (1 - t[:, None, None])
 
 
 def test_oracle_terminal_and_rollin_bookkeeping():
