@@ -1,0 +1,142 @@
+"""Discrete generators with and without categorical commitment: autoregressive and masked diffusion.
+
+Paper 2's escape is commitment: a sampler that locks a token at a position and feeds that token
+back. Its ablation keeps the sharp readout and the same random draws but feeds back the
+probability-weighted (expected) embedding instead of the drawn token's embedding. Both samplers
+here take ``feedback``:
+
+- ``"token"``: the drawn token's input embedding is fed back (committed; CCI 1 once finished);
+- ``"expected"``: ``p @ E`` is fed back, ``p`` the (tempered) next-token or site distribution and
+  ``E`` the model's input embedding matrix. No discrete selection enters the state, so CCI is 0.
+
+The emitted text is the drawn tokens in both cases: the same uniforms give the same draw whenever
+the distributions agree, so the two variants differ only by what is fed back. Draws are float32 on
+the model's device (precision recorded in :attr:`Decoded.precision`).
+
+:func:`ar_decode` runs a causal LM (SmolLM2 offline) with a key-value cache;
+:func:`mask_diffusion_decode` unmasks a fixed number of random positions of a ``[MASK]`` sequence
+per step with a masked LM (``[CLS] ... [SEP]`` wrapping) and never re-masks them ("unmask and
+commit"; no confidence-based remasking).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .checks import check_choice, check_range
+from .latent.commitment import Commitment, commitment_index, continuous_commitment_index
+
+FEEDBACK = ("token", "expected")
+UNDECIDED = -1
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A decoded batch: ``tokens`` ``[B, n]`` (the emitted ids), ``cci`` (from the sampler's own
+    trajectory: the id states ``[steps + 1, B, n]`` with ``-1`` undecided when tokens are fed back,
+    the fed-back embeddings when expected embeddings are), ``feedback`` and ``precision``."""
+
+    tokens: Tensor
+    cci: Commitment
+    feedback: str
+    precision: str = "float32"
+
+
+def _draw(logits: Tensor, tau: float, gen: torch.Generator, banned: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Probabilities ``[..., V]`` (float32, ``banned`` ids zeroed) and one draw per row ``[...]``."""
+    z = logits.float() / tau
+    if banned is not None:
+        z[..., banned] = float("-inf")
+    p = torch.softmax(z, -1)
+    flat = p.reshape(-1, p.shape[-1])
+    u = torch.rand(flat.shape[0], 1, generator=gen, dtype=torch.float32).to(p.device)
+    idx = torch.searchsorted(flat.cumsum(-1), u * flat.sum(-1, keepdim=True)).clamp_max(flat.shape[-1] - 1)
+    return p, idx.reshape(p.shape[:-1])
+
+
+def _check(feedback: str, tau: float, n_new: int, seed: int) -> None:
+    check_choice("feedback", feedback, FEEDBACK)
+    check_range("tau", tau, 0, None, lo_open=True)
+    check_range("n", n_new, 1, 4096, integer=True)
+    check_range("seed", seed, 0, None, integer=True)
+
+
+@torch.no_grad()
+def ar_decode(model: Any, prompt: Tensor, n_new: int, *, seed: int, tau: float = 1.0,
+              feedback: str = "token", banned: Tensor | None = None) -> Decoded:
+    """Sample ``n_new`` tokens after ``prompt`` ``[B, p]`` (equal-length prompts, no padding) with a
+    causal LM (a transformers ``*ForCausalLM``). Returns :class:`Decoded` with ``tokens`` ``[B, n_new]``.
+
+    ``feedback="expected"`` feeds ``p @ E`` at each new position (the commitment ablation).
+    ``banned`` ``[k]``: ids never drawn (e.g. end-of-text, so every row has ``n_new`` tokens).
+    """
+    _check(feedback, tau, n_new, seed)
+    if prompt.dim() != 2 or prompt.shape[1] < 1:
+        raise ValueError(f"prompt must be [B, p] with p >= 1, got shape {tuple(prompt.shape)}")
+    dev = next(model.parameters()).device
+    emb = model.get_input_embeddings().weight  # [V, h]
+    gen = torch.Generator().manual_seed(seed)
+    out = model(input_ids=prompt.to(dev), use_cache=True)
+    past, logits = out.past_key_values, out.logits[:, -1]
+    b = prompt.shape[0]
+    states = torch.full((n_new + 1, b, n_new), UNDECIDED, dtype=torch.long)
+    fed = torch.zeros(n_new + 1, b, n_new, emb.shape[1])
+    toks = []
+    for k in range(n_new):
+        p, tok = _draw(logits, tau, gen, banned)
+        toks.append(tok)
+        states[k + 1] = states[k]
+        states[k + 1, :, k] = tok.cpu()
+        x = emb[tok] if feedback == "token" else (p.to(emb.dtype) @ emb)  # [B, h]
+        fed[k + 1] = fed[k]
+        fed[k + 1, :, k] = x.float().cpu()
+        out = model(inputs_embeds=x[:, None, :], past_key_values=past, use_cache=True)
+        past, logits = out.past_key_values, out.logits[:, -1]
+    cci = commitment_index(states) if feedback == "token" else continuous_commitment_index(fed)
+    return Decoded(torch.stack(toks, 1).cpu(), cci, feedback)
+
+
+@torch.no_grad()
+def mask_diffusion_decode(loaded: Any, n: int, batch: int, steps: int, *, seed: int, tau: float = 1.0,
+                          feedback: str = "token") -> Decoded:
+    """Masked-diffusion decoding with a masked LM (``loaded.model``, ``loaded.tokenizer``).
+
+    Starts from ``[CLS] [MASK] * n [SEP]`` for ``batch`` rows; each of ``steps`` steps unmasks
+    ``n / steps`` positions (a seeded random order per row, the last step takes the rest) by drawing
+    from the model's distribution at them given the current state, special tokens excluded.
+    ``feedback="token"`` writes the drawn ids (unmask and commit); ``"expected"`` writes ``p @ E``
+    there instead and keeps it. Returns :class:`Decoded` with ``tokens`` ``[batch, n]``.
+    """
+    _check(feedback, tau, n, seed)
+    check_range("batch", batch, 1, None, integer=True)
+    check_range("steps", steps, 1, n, integer=True)
+    model, tok = loaded.model, loaded.tokenizer
+    dev = next(model.parameters()).device
+    emb = model.get_input_embeddings().weight
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.full((batch, n + 2), tok.mask_token_id, dtype=torch.long)
+    ids[:, 0], ids[:, -1] = tok.cls_token_id, tok.sep_token_id
+    x = emb[ids.to(dev)].clone()  # [B, n + 2, h]
+    banned = torch.tensor(sorted(set(tok.all_special_ids)), dtype=torch.long)
+    order = torch.argsort(torch.rand(batch, n, generator=gen), 1)  # position k unmasked at rank order
+    bounds = torch.linspace(0, n, steps + 1).round().long()
+    states = torch.full((steps + 1, batch, n), UNDECIDED, dtype=torch.long)
+    fed = torch.zeros(steps + 1, batch, n, emb.shape[1])
+    out_tok = torch.full((batch, n), UNDECIDED, dtype=torch.long)
+    rows = torch.arange(batch)[:, None]
+    for s in range(steps):
+        sel = order[:, bounds[s]:bounds[s + 1]]  # [B, m] content positions
+        logits = model(inputs_embeds=x).logits[:, 1:-1]  # [B, n, V]
+        p, t = _draw(logits[rows, sel], tau, gen, banned)  # [B, m, V], [B, m]
+        out_tok[rows, sel] = t.cpu()
+        states[s + 1] = states[s]
+        states[s + 1][rows, sel] = t.cpu()
+        x[rows, sel + 1] = emb[t] if feedback == "token" else (p.to(emb.dtype) @ emb)
+        fed[s + 1] = fed[s]
+        fed[s + 1][rows, sel] = x[rows, sel + 1].float().cpu()
+    cci = commitment_index(states) if feedback == "token" else continuous_commitment_index(fed)
+    return Decoded(out_tok, cci, feedback)
