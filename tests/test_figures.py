@@ -206,6 +206,26 @@ def test_tube_figures():
     assert _spec(figures.cliff(cliff))["resolve"]["scale"]["y"] == "independent"
     gen = pd.DataFrame({"K": [1, 1], "sampler": ["ODE", "SDE"], "bigram PPL": [10.0, 20.0]})
     assert _spec(figures.generation_perplexity(gen, 123.4))["title"].endswith("(held-out real text: 123)")
+    two = _rows(figures.tube_mass(np.array([0.1, 1.0]), {"a": [0.0, 0.5], "b": [0.1, 0.2]}))
+    assert sorted({r["model"] for r in two}) == ["a", "b"] and len(two) == 4
+    ti = pd.DataFrame({"model": ["m"] * 2, "K": [4, 4], "residual": ["structured", "isotropic"], "rate": [0.3, 0.0],
+                       "lo": [0.2, 0.0], "hi": [0.4, 0.01]})
+    assert len(_rows(figures.terminal_intervals(ti))) == 2
+
+
+def test_dabi_figures():
+    d = pd.DataFrame({"decoder": ["a", "a"], "kind": ["text"] * 2, "norm": [0.1, 1.0], "DABI": [100.0, 50.0],
+                      "lo": [80.0, 40.0], "hi": [120.0, 60.0]})
+    spec = _spec(figures.dabi_curves(d))
+    assert len(spec["layer"]) == 3
+    with pytest.raises(ValueError, match="lacks columns"):
+        figures.dabi_curves(d.drop(columns="lo"))
+    f = pd.DataFrame({"decoder": ["a"] * 2, "norm": [1.0, 1.0], "direction": ["structured", "isotropic"],
+                      "rate": [0.5, 0.0], "lo": [0.4, 0.0], "hi": [0.6, 0.01]})
+    assert len(_rows(figures.flip_contrast(f))) == 2
+    t = pd.DataFrame({"system": ["x", "y"], "DABI": [1.0, 500.0], "CCI": [0.0, 1.0], "source": ["ours", "paper"],
+                      "few-step works": ["works", "fails"]})
+    assert {r["system"] for r in _rows(figures.taxonomy(t))} == {"x", "y"}
 
 
 def test_performance_figures_read_the_benchmark_records():

@@ -149,3 +149,24 @@ def test_bigram_perplexity_and_repetition_exact():
     assert repetition_rate(torch.tensor([[5, 5, 5, 1], [1, 2, 3, 3]])) == pytest.approx(3 / 6)
     with pytest.raises(ValueError, match="ids"):
         BigramLM(torch.tensor([[0, 4]]), vocab_size=3)
+
+
+def test_terminal_flips_counts_intervals_and_independent_draws():
+    # Readout on coordinate 0's sign; a "flow" whose posterior mean pushes every latent across it.
+    class Flip(torch.nn.Module):
+        def forward(self, x, t):  # x + (1 - t) v = -x1 exactly when v = (-x1 - x) / (1 - t)
+            return (-torch.full_like(x, 0.5) - x) / (1 - t[:, None, None].clamp_max(1 - 1e-6))
+
+    decode = lambda z: (z[..., 0] > 0).long()  # noqa: E731
+    x1 = torch.full((6, 5, 4), 0.5)
+    ref = decode(x1)
+    rows = tube.terminal_flips(decode, Flip(), x1, ref, [1, 4], seed=0, n_boot=200)
+    assert [r.K for r in rows] == [1, 4]
+    assert rows[0].s == float("inf") and rows[1].s == pytest.approx(1 / 3)
+    for r in rows:
+        assert r.k_structured == 30 and r.structured.value == 1.0 and r.n_tokens == 30 and r.n_sequences == 6
+        assert r.structured.lo == 1.0  # every sequence flips every token
+        assert 0 <= r.isotropic.lo <= r.isotropic.value <= r.isotropic.hi <= 1
+        assert r.ratio.value == pytest.approx(30 / max(r.k_isotropic, 1))
+    with pytest.raises(ValueError, match="B >= 2"):
+        tube.terminal_flips(decode, Flip(), x1[:1], ref[:1], [2])

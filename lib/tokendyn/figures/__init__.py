@@ -6,6 +6,7 @@ chapter) and one call here. Modules are named by concept, not by chapter.
 
 from .basins import (arrhenius_collapse, arrhenius_lines, corpus_ablation, dwell_vs_geometric, embedding_paths,
                      group_boxplot, path_explorer, region_time, repetition_paths, trap_depth, trap_dwells)
+from .dabi import dabi_curves, flip_contrast, taxonomy
 from .drift import drift_panels
 from .embeddings import topic_map, topic_similarity
 from .influence import influence_curves, influence_matrix
@@ -18,14 +19,14 @@ from .rectangles import (arnold_press, delta_by_gap, delta_controls, delta_distr
 from .scaling import crossover_vs_budget, scaling_ratios
 from .sites import site_entropy
 from .tube import (cliff, generation_perplexity, image_rollin, residual_direction, rollin_flips,
-                   terminal_flips, tube_mass, tube_prediction)
+                   terminal_flips, terminal_intervals, tube_mass, tube_prediction)
 
 __all__ = ["arrhenius_collapse", "arrhenius_lines", "corpus_ablation", "dwell_vs_geometric", "embedding_paths",
            "group_boxplot", "path_explorer", "region_time", "repetition_paths", "trap_depth", "trap_dwells",
-           "drift_panels", "topic_map", "topic_similarity", "influence_curves", "influence_matrix",
+           "dabi_curves", "flip_contrast", "taxonomy", "drift_panels", "topic_map", "topic_similarity", "influence_curves", "influence_matrix",
            "coupling_anchor", "distance_to_stationarity", "dwell_survival", "paired_survival",
            "stationary_laws", "survival_grid", "flop_rates", "kernel_rates", "scaling_table",
            "step_rate_rounds", "step_rate_scaling", "cloze_scores", "register_scores", "arnold_press", "delta_by_gap", "delta_controls",
            "delta_distribution", "delta_intervals", "delta_vs_depth", "delta_vs_size", "delta_vs_tau", "paired_deltas", "crossover_vs_budget",
            "scaling_ratios", "site_entropy", "cliff", "generation_perplexity", "image_rollin",
-           "residual_direction", "rollin_flips", "terminal_flips", "tube_mass", "tube_prediction"]
+           "residual_direction", "rollin_flips", "terminal_flips", "terminal_intervals", "tube_mass", "tube_prediction"]

@@ -3,24 +3,28 @@ structured against isotropic residuals, the cliff of a sharp readout, and genera
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-__all__ = ["tube_mass", "rollin_flips", "tube_prediction", "residual_direction", "terminal_flips",
+__all__ = ["tube_mass", "rollin_flips", "tube_prediction", "residual_direction", "terminal_flips", "terminal_intervals",
            "image_rollin", "cliff", "generation_perplexity"]
 
 S_START = alt.X("s_start:Q", scale=alt.Scale(type="log"), title="s(t0), the roll-in's noise scale")
 
 
-def tube_mass(r: Sequence[float] | np.ndarray, F: Sequence[float] | np.ndarray) -> alt.Chart:
-    """The tube mass ``F(r)`` [R] at distances ``r`` [R] (log x)."""
-    return alt.Chart(pd.DataFrame({"r": r, "F(r)": F})).mark_line(point=True).encode(
+def tube_mass(r: Sequence[float] | np.ndarray, F: Sequence[float] | np.ndarray | Mapping[str, Sequence[float]]
+              ) -> alt.Chart:
+    """The tube mass ``F(r)`` [R] at distances ``r`` [R] (log x); ``F`` a mapping model -> [R] draws one
+    line per model."""
+    curves = F if isinstance(F, Mapping) else {"text readout": F}
+    df = pd.concat([pd.DataFrame({"r": r, "F(r)": v, "model": k}) for k, v in curves.items()])
+    return alt.Chart(df).mark_line(point=True).encode(
         x=alt.X("r:Q", scale=alt.Scale(type="log"), title="distance r to the nearest readout boundary"),
-        y=alt.Y("F(r):Q", title="F(r): share of clean latents within r")
-    ).properties(title="Tube mass of the text readout")
+        y=alt.Y("F(r):Q", title="F(r): share of clean latents within r"), color=alt.Color("model:N", title=None)
+    ).properties(title="Tube mass of the text readouts")
 
 
 def rollin_flips(roll: pd.DataFrame) -> alt.HConcatChart:
@@ -69,6 +73,20 @@ def terminal_flips(term: pd.DataFrame) -> alt.FacetChart:
         x=alt.X("residual:N", title=None), y=alt.Y("flip rate:Q", title="token flip rate"),
         color="residual:N", column=alt.Column("K:O", title="K steps")
     ).properties(width=110, title="Terminal step: structured vs norm-matched isotropic residual")
+
+
+def terminal_intervals(term: pd.DataFrame) -> alt.FacetChart:
+    """Terminal flip rates with 95% intervals against K, structured and isotropic, one panel per model.
+
+    ``term``: columns ``model``, ``K``, ``residual``, ``rate``, ``lo``, ``hi`` (one row per model, K
+    and residual).
+    """
+    base = alt.Chart(term).encode(x=alt.X("K:O", title="K steps (terminal step from t = 1 - 1/K)"),
+                                  color=alt.Color("residual:N", title="residual"))
+    return (base.mark_point(filled=True, size=60).encode(
+                y=alt.Y("rate:Q", title="token flip rate"), tooltip=["model", "K", "residual", "rate", "lo", "hi"])
+            + base.mark_rule().encode(y="lo:Q", y2="hi:Q")
+            ).properties(width=260, height=220).facet(column=alt.Column("model:N", title=None))
 
 
 def image_rollin(rows: pd.DataFrame) -> alt.Chart:

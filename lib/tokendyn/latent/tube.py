@@ -14,11 +14,13 @@ the margin ``m(z)`` is the smallest over ``b != a`` and the tube mass is ``F(r) 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from ..checks import check_range
+from ..stats import Estimate
 from .flow import VelocityNet, noise_scale, noise_to
 from .samplers import ode_sample, posterior_mean, terminal_start
 
@@ -95,12 +97,89 @@ def oracle_terminal(net: VelocityNet, x1: torch.Tensor, steps: int, generator: t
 
     The state before the last step is the true noisy latent at ``t_{K-1} = 1 - 1/K`` (clean ``x1``
     ``[B, L, d]`` noised there), and the generator's terminal step maps it to the posterior mean.
-    Returns ``(x1_hat [B, L, d], s)`` with ``s = s(t_{K-1}) = 1 / (K - 1)``.
+    Returns ``(x1_hat [B, L, d], s)`` with ``s = s(t_{K-1}) = 1 / (K - 1)``; ``K = 1`` is the single
+    step from pure noise (``t = 0``, ``s = inf``).
     """
-    check_range("steps", steps, 2, None, integer=True)
+    check_range("steps", steps, 1, None, integer=True)
     t = terminal_start(0.0, steps)
     xt, _ = noise_to(x1, t, generator)
-    return posterior_mean(net, xt, t), float(noise_scale(t))
+    return posterior_mean(net, xt, t), (float("inf") if t == 0 else float(noise_scale(t)))
+
+
+@dataclass(frozen=True)
+class TerminalFlips:
+    """Flips at the oracle terminal step of a ``K``-step generator (:func:`terminal_flips`).
+
+    ``structured``: the generator's output ``x1_hat`` decoded against the clean decode;
+    ``isotropic``: ``x1`` plus an isotropic residual of the same norm at every position. Rates carry
+    a bootstrap interval over sequences (tokens of one sequence are not independent); ``ratio`` is
+    structured over isotropic flips with the isotropic count floored at one token (so with no
+    isotropic flip it is a lower bound, ``ratio_is_bound``). ``k_*`` are the flipped tokens behind
+    each rate, out of ``n_tokens`` in ``n_sequences`` sequences.
+    """
+
+    K: int
+    s: float
+    structured: Estimate
+    isotropic: Estimate
+    ratio: Estimate
+    k_structured: int
+    k_isotropic: int
+    n_tokens: int
+    n_sequences: int
+    residual_rms: float
+
+    @property
+    def ratio_is_bound(self) -> bool:
+        return self.k_isotropic == 0
+
+
+def _seq_bootstrap(cs: np.ndarray, ci: np.ndarray, per_seq: int, n_boot: int, level: float, seed: int
+                   ) -> tuple[Estimate, Estimate, Estimate]:
+    """Rates of per-sequence flip counts ``cs``/``ci`` ``[B]`` and their ratio, resampling sequences."""
+    b = len(cs)
+    idx = np.random.default_rng(seed).integers(0, b, size=(n_boot, b))
+    s_rep, i_rep = cs[idx].sum(1), ci[idx].sum(1)
+    a = (1 - level) / 2
+    n_tok = b * per_seq
+
+    def est(value: float, reps: np.ndarray) -> Estimate:
+        return Estimate(float(value), float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a)), b, level)
+
+    return (est(cs.sum() / n_tok, s_rep / n_tok), est(ci.sum() / n_tok, i_rep / n_tok),
+            est(cs.sum() / max(ci.sum(), 1), s_rep / np.maximum(i_rep, 1)))
+
+
+@torch.no_grad()
+def terminal_flips(decode: Callable[[torch.Tensor], torch.Tensor], net: VelocityNet, x1: torch.Tensor,
+                   reference: torch.Tensor, steps: Sequence[int], *, seed: int = 0, n_boot: int = 2000,
+                   level: float = 0.95) -> list[TerminalFlips]:
+    """Terminal flip rates of ``K``-step generators, one :class:`TerminalFlips` per ``K`` in ``steps``.
+
+    ``x1`` ``[B, L, d]`` clean latents, ``reference`` ``[B, L]`` their clean decode, ``decode`` maps
+    latents to ids. Each ``K`` draws its own noise and isotropic directions (generator seeded by
+    ``(seed, K)``), so no two rows share a draw. Intervals: percentile bootstrap over the ``B``
+    sequences (``n_boot`` resamples, seeded).
+    """
+    if x1.dim() != 3 or reference.shape != x1.shape[:2]:
+        raise ValueError(f"x1 must be [B, L, d] and reference [B, L], got {tuple(x1.shape)} and "
+                         f"{tuple(reference.shape)}")
+    if x1.shape[0] < 2:
+        raise ValueError(f"x1: a bootstrap over sequences needs B >= 2, got {x1.shape[0]}")
+    for k in steps:
+        check_range("steps", k, 1, None, integer=True)
+    check_range("n_boot", n_boot, 100, None, integer=True)
+    out = []
+    for k in steps:
+        g = torch.Generator().manual_seed(1_000_003 * seed + int(k))
+        x_hat, s = oracle_terminal(net, x1, int(k), g)
+        residual = x_hat - x1
+        fs = (decode(x_hat) != reference).sum(1).cpu().numpy().astype(float)
+        fi = (decode(x1 + isotropic_like(residual, g)) != reference).sum(1).cpu().numpy().astype(float)
+        st, iso, ratio = _seq_bootstrap(fs, fi, x1.shape[1], n_boot, level, seed)
+        out.append(TerminalFlips(int(k), s, st, iso, ratio, int(fs.sum()), int(fi.sum()), reference.numel(),
+                                 x1.shape[0], float(residual.pow(2).mean().sqrt())))
+    return out
 
 
 @torch.no_grad()
@@ -110,8 +189,8 @@ def rollin_curve(net: VelocityNet, x1: torch.Tensor,
                  seed: int = 0) -> list[dict]:
     """Noise clean latents ``x1`` ``[B, L, d]`` to each ``t0``, integrate the ODE with each K, score.
 
-    The same noise draw (from ``seed``) is used for every ``t0`` and K, so curves differ only by the
-    sampler. ``metric(x1_hat)`` scores the terminal latents (a flip rate for text, a pixel error for
+    Every (K, ``t0``) draws its own noise (one generator seeded by ``seed``, drawn in order), so
+    no collapse across K is built in by a shared draw. ``metric(x1_hat)`` scores the terminal latents (a flip rate for text, a pixel error for
     images). One row per (K, t0): ``K``, ``t0``, ``s_start = s(t0)``, ``t_terminal``,
     ``s = s(t_terminal)`` (the effective noise scale of the terminal step) and ``value`` (or, when
     ``metric`` returns a dict, its keys).
@@ -122,10 +201,11 @@ def rollin_curve(net: VelocityNet, x1: torch.Tensor,
             raise ValueError(f"t0={t0!r} is out of range: allowed (0, 1)")
     for k in steps:
         check_range("steps", k, 1, None, integer=True)
-    eps = torch.randn(x1.shape, generator=torch.Generator().manual_seed(seed), dtype=x1.dtype).to(x1.device)
+    gen = torch.Generator().manual_seed(seed)
     rows = []
     for k in steps:
         for t0 in t0s:
+            eps = torch.randn(x1.shape, generator=gen, dtype=x1.dtype).to(x1.device)
             x_hat = ode_sample(net, t0 * x1 + (1 - t0) * eps, t0, k, method)
             tt = terminal_start(t0, k)
             v = metric(x_hat)
