@@ -67,3 +67,13 @@ def test_bad_trajectories_are_rejected():
         continuous_commitment_index(torch.zeros(3, 2, 4))
     with pytest.raises(ValueError, match="latents"):
         continuous_commitment_index(torch.zeros(3, 2, 4, 5, dtype=torch.long))
+
+
+def test_revised_share_counts_re_chosen_positions():
+    from tokendyn.latent.commitment import revised_share
+
+    s = torch.tensor([[[-1, -1, 5]], [[3, -1, 5]], [[3, 4, 6]], [[2, 4, 6]]])  # [4, 1, 3]
+    # position 0: 3 -> 2 (revised); position 1: filled once; position 2: 5 -> 6 (revised)
+    assert revised_share(s) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="states"):
+        revised_share(s[:1])

@@ -86,3 +86,14 @@ def flow_trajectory(state: FlowState, step: Callable[[FlowState], tuple[FlowStat
         state, _ = step(state)
         xs.append(state.x)
     return torch.stack(xs)
+
+
+def revised_share(states: torch.Tensor, *, undecided: int = -1) -> float:
+    """The share of positions of a discrete trajectory ``states`` ``[steps + 1, B, n]`` whose token
+    changed at some step after the position first held one: how much a sampler re-chooses (0 for
+    unmask-and-commit, > 0 for a Glauber chain that revisits its sites)."""
+    if states.dim() != 3 or states.shape[0] < 2:
+        raise ValueError(f"states must be [steps + 1, B, n] with steps >= 1, got shape {tuple(states.shape)}")
+    decided = states != undecided
+    change = (states[1:] != states[:-1]) & decided[:-1] & decided[1:]
+    return float(change.any(0).double().mean())
