@@ -82,8 +82,9 @@ def test_build_minilm_keeps_the_package_encoder_and_seeds_the_head():
 def test_shipped_weights_fit_the_budget():
     assert "minilm-mlm" in SHIPPED, "the default MLM is not shipped in data/models/minilm-mlm"
     total = sum(f.stat().st_size for f in shipped.models_dir().rglob("*.safetensors"))
-    # 25 MiB for the first models, plus 4 MiB for each member of Part I's model family
-    assert total <= (25 + 4 * len(shipped.FAMILY_DEPTHS)) * 2**20
+    # 25 MiB for the first models, 4 MiB for each member of Part I's model family, and 30 MiB for the
+    # contextual latent model of Part II (its linear readout over 30,522 WordPiece ids is 23 MiB in fp16)
+    assert total <= (25 + 4 * len(shipped.FAMILY_DEPTHS) + 30) * 2**20
 
 
 def test_registry_lists_every_shipped_model_with_its_size():

@@ -5,10 +5,12 @@ deterministic few-step generator ends at the posterior mean, and that a sharp ca
 flips the token whenever that mean lands near a decision boundary (the tube law). No ELF, LangFlow or
 image-VAE weights reach this offline environment, so we train small analogues with the same geometry:
 
-- :mod:`.text`: a word-level text autoencoder whose per-token latents are read out by a linear
-  layer and argmax over a vocabulary of thousands of words (the ELF analogue);
-- :mod:`.image`: a convolutional autoencoder on scikit-learn digits with a smooth decoder (the VAE
-  analogue);
+- :mod:`.contextual`: the ELF analogue: frozen all-MiniLM-L6-v2 token states (381-d, standardised),
+  a linear argmax readout over the 30,522-piece WordPiece vocabulary, and a flow over 32-token windows;
+- :mod:`.text`: a word-level text autoencoder with 16-d latents and a 4,096-word linear readout: the
+  *separated* contrast (its latents sit far from the boundaries);
+- :mod:`.image`: convolutional autoencoders with a smooth decoder (the VAE analogue) on scikit-learn
+  digits and on scikit-image's ``lfw_subset`` faces;
 - :mod:`.flow`: a rectified-flow velocity network over a sequence of latent vectors, shared by both;
 - :mod:`.samplers`: the deterministic ODE (Euler, Heun, any K) and the SDE with fresh noise at every
   step, on the same network;
@@ -17,13 +19,17 @@ image-VAE weights reach this offline environment, so we train small analogues wi
 - :mod:`.dabi`: boundary-aligned directions (the exact nearest boundary of a linear readout, the
   gradient of any decoder's loss), DABI over perturbation norms with paired-bootstrap intervals,
   and structured against isotropic flip rates;
+- :mod:`.decoders`: image decoders, text readouts, LM heads and the identity anchor as one kind of
+  object for DABI (latents, loss, structured direction);
 - :mod:`.commitment`: the categorical commitment index (CCI) of a sampler's own trajectory;
 - :mod:`.bigram`: a smoothed bigram perplexity and repetition rate for generated tokens.
 
 They are trained with :mod:`tokendyn.training` (seeded initialisation, the resumable loop).
 
-The shipped weights (``data/models/{text,image}-latent``, made by ``scripts/train_latents.py``) load
-with :func:`.text.load_text_latent` and :func:`.image.load_image_latent`.
+The shipped weights (``data/models/{text,image,faces}-latent``, made by ``scripts/train_latents.py``;
+``data/models/context-latent``, made by ``scripts/train_context_latent.py``) load with
+:func:`.text.load_text_latent`, :func:`.image.load_image_latent`, :func:`.image.load_faces_latent`
+and :func:`.contextual.load_context_latent`.
 
 Time convention everywhere: ``t = 0`` is pure noise, ``t = 1`` is data,
 ``x_t = t * x1 + (1 - t) * eps``.
