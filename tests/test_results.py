@@ -45,3 +45,13 @@ def test_check_range_types_and_ok_values():
     checks.check_choice("scan", "random", ["random", "systematic"])
     with pytest.raises(ValueError, match=r"scan='zigzag' is not allowed: choose one of \['random', 'systematic'\]"):
         checks.check_choice("scan", "zigzag", ["random", "systematic"])
+
+
+def test_rows_round_trip_with_their_command(tmp_path):
+    from tokendyn import results
+
+    p = results.save_rows(tmp_path / "runs" / "t.json", [{"K": 4, "rate": 0.1, "bound": False}], kind="terminal flips",
+                          command="papermill x.ipynb y.ipynb -p n 1", params={"n": 1}, seed=3, models=["m"])
+    rows, meta = results.load_rows(p)
+    assert rows == [{"K": 4, "rate": 0.1, "bound": False}]
+    assert meta["command"].startswith("papermill") and meta["provenance"]["seed"] == 3

@@ -99,3 +99,21 @@ def load_run(path: str | Path) -> tuple[dict[tuple[str, int, float], tuple[torch
                                               torch.tensor(c["censored"], dtype=torch.bool))
              for c in record["cells"]}
     return cells, {"command": record["command"], "provenance": record["provenance"]}
+
+
+def save_rows(path: str | Path, rows: list[dict[str, Any]], *, kind: str, command: str, params: dict[str, Any],
+              seed: int | None, models: list[str], setup: Any = None) -> Path:
+    """Record a table of results (one dict per row) as an artifact (``data/runs/``), with the command
+    line that remakes it and its provenance. Returns the path written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"kind": kind, "command": command, "rows": _plain(rows),
+              "provenance": provenance(params, seed, models, setup)}
+    path.write_text(json.dumps(record, sort_keys=True) + "\n")
+    return path
+
+
+def load_rows(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Read a table recorded by :func:`save_rows`: ``(rows, {"kind", "command", "provenance"})``."""
+    record = json.loads(Path(path).read_text())
+    return record["rows"], {k: record[k] for k in ("kind", "command", "provenance")}
