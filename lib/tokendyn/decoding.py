@@ -94,7 +94,7 @@ def ar_decode(model: Any, prompt: Tensor, n_new: int, *, seed: int, tau: float =
         x = emb[tok] if feedback == "token" else (p.to(emb.dtype) @ emb)  # [B, h]
         fed[k + 1] = fed[k]
         fed[k + 1, :, k] = x.float().cpu()
-        out = model(inputs_embeds=x[:, None, :], past_key_values=past, use_cache=True)
+        out = model(inputs_embeds=x[:, None, :], cache=past, use_cache=True)  # transformers 5: `cache`
         past, logits = out.past_key_values, out.logits[:, -1]
     cci = commitment_index(states) if feedback == "token" else continuous_commitment_index(fed)
     return Decoded(torch.stack(toks, 1).cpu(), cci, feedback)
