@@ -14,6 +14,7 @@ CASES = [
     ("03_phase_transition.ipynb", {"ns": [8, 1]}, "ns=1 is out of range"),
     ("04_basins.ipynb", {"hamming_h": -1}, "hamming_h=-1 is out of range"),
     ("05_tube_law.ipynb", {"method": "rk4"}, "method='rk4' is not allowed"),
+    ("06_dabi_cci.ipynb", {"reference_norm": 0.5}, "reference_norm=0.5 is not allowed"),
 ]
 
 

@@ -22,7 +22,7 @@ def dabi_curves(df: pd.DataFrame) -> alt.LayerChart:
     ``lo``, ``hi``. A dashed rule marks DABI = 1.
     """
     _need(df, ["decoder", "kind", "norm", "DABI", "lo", "hi"], "df")
-    x = alt.X("norm:Q", scale=alt.Scale(type="log"), title="perturbation norm s (latent units)")
+    x = alt.X("norm:Q", scale=alt.Scale(type="log"), title="perturbation norm s (units of the latent RMS per coordinate)")
     y = alt.Y("DABI:Q", scale=alt.Scale(type="log"), title="DABI (structured / isotropic loss increase)")
     base = alt.Chart(df)
     return (base.mark_line(point=True).encode(x=x, y=y, color=alt.Color("decoder:N"),
@@ -39,7 +39,7 @@ def flip_contrast(df: pd.DataFrame) -> alt.FacetChart:
     ``df``: columns ``decoder``, ``norm``, ``direction``, ``rate``, ``lo``, ``hi``.
     """
     _need(df, ["decoder", "norm", "direction", "rate", "lo", "hi"], "df")
-    base = alt.Chart(df).encode(x=alt.X("norm:Q", scale=alt.Scale(type="log"), title="perturbation norm s"),
+    base = alt.Chart(df).encode(x=alt.X("norm:Q", scale=alt.Scale(type="log"), title="perturbation norm s (latent RMS units)"),
                                 color=alt.Color("direction:N", title="perturbation"))
     return (base.mark_line(point=True).encode(y=alt.Y("rate:Q", title="token flip rate"),
                                               tooltip=["decoder", "norm", "direction", "rate", "lo", "hi"])
