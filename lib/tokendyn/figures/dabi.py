@@ -25,7 +25,7 @@ def dabi_curves(df: pd.DataFrame) -> alt.LayerChart:
     x = alt.X("norm:Q", scale=alt.Scale(type="log"), title="perturbation norm s (units of the latent RMS per coordinate)")
     y = alt.Y("DABI:Q", scale=alt.Scale(type="log"), title="DABI (structured / isotropic loss increase)")
     base = alt.Chart(df)
-    return (base.mark_line(point=True).encode(x=x, y=y, color=alt.Color("decoder:N"),
+    return (base.mark_line(point=True).encode(x=x, y=y, color=alt.Color("decoder:N", legend=alt.Legend(columns=2)),
                                               strokeDash=alt.StrokeDash("kind:N", title="kind"),
                                               tooltip=["decoder", "norm", "DABI", "lo", "hi"])
             + base.mark_rule().encode(x="norm:Q", y="lo:Q", y2="hi:Q", color="decoder:N")
@@ -39,12 +39,12 @@ def flip_contrast(df: pd.DataFrame) -> alt.FacetChart:
     ``df``: columns ``decoder``, ``norm``, ``direction``, ``rate``, ``lo``, ``hi``.
     """
     _need(df, ["decoder", "norm", "direction", "rate", "lo", "hi"], "df")
-    base = alt.Chart(df).encode(x=alt.X("norm:Q", scale=alt.Scale(type="log"), title="perturbation norm s (latent RMS units)"),
+    base = alt.Chart(df).encode(x=alt.X("norm:Q", scale=alt.Scale(type="log"), title="norm s (latent RMS units)"),
                                 color=alt.Color("direction:N", title="perturbation"))
     return (base.mark_line(point=True).encode(y=alt.Y("rate:Q", title="token flip rate"),
                                               tooltip=["decoder", "norm", "direction", "rate", "lo", "hi"])
             + base.mark_rule().encode(y="lo:Q", y2="hi:Q")
-            ).properties(width=200, height=200).facet(column=alt.Column("decoder:N", title=None))
+            ).properties(width=170, height=160).facet(facet=alt.Facet("decoder:N", title=None), columns=3)
 
 
 def taxonomy(df: pd.DataFrame) -> alt.LayerChart:
