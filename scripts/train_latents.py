@@ -136,6 +136,17 @@ flipped at the oracle terminal step for K = 4-16; 8-d latents (jitter 0.05) reac
     print(f"text model written to {d}", flush=True)
 
 
+@torch.no_grad()
+def standardise_and_score(ae: ImageAutoencoder, train_x: torch.Tensor, held_x: torch.Tensor) -> dict[str, float]:
+    """Set the autoencoder's per-channel latent standardisation from the training images and return
+    its reconstruction MSE per pixel on both splits."""
+    raw = ae.encode_raw(train_x.to(DEVICE))
+    ae.mean.copy_(raw.mean((0, 2, 3)))
+    ae.std.copy_(raw.std((0, 2, 3)))
+    return {name: float(((ae.decode(ae.encode(x.to(DEVICE))) - x.to(DEVICE)) ** 2).mean())
+            for name, x in (("train", train_x), ("heldout", held_x))}
+
+
 def train_image(quick: bool, ckpt: Path) -> None:
     p = dict(IMAGE)
     if quick:
@@ -154,12 +165,8 @@ def train_image(quick: bool, ckpt: Path) -> None:
 
     train(ae, ae_loss, steps=p["ae_steps"], lr=p["ae_lr"], generator=g, checkpoint=ckpt / f"image-ae{tag}.pt",
           label="image-ae")
+    mse = standardise_and_score(ae, train_x, held_x)
     with torch.no_grad():
-        raw = ae.encode_raw(train_x.to(DEVICE))
-        ae.mean.copy_(raw.mean((0, 2, 3)))
-        ae.std.copy_(raw.std((0, 2, 3)))
-        mse = {name: float(((ae.decode(ae.encode(x.to(DEVICE))) - x.to(DEVICE)) ** 2).mean())
-               for name, x in (("train", train_x), ("heldout", held_x))}
         latents = ae.encode(train_x.to(DEVICE)).cpu()
     print(f"image-ae reconstruction MSE: train {mse['train']:.5f}, held-out {mse['heldout']:.5f}", flush=True)
 
@@ -215,12 +222,8 @@ def train_faces(quick: bool, ckpt: Path) -> None:
 
     train(ae, ae_loss, steps=p["ae_steps"], lr=p["ae_lr"], generator=g, checkpoint=ckpt / f"faces-ae{tag}.pt",
           label="faces-ae")
+    mse = standardise_and_score(ae, train_x, held_x)
     with torch.no_grad():
-        raw = ae.encode_raw(train_x.to(DEVICE))
-        ae.mean.copy_(raw.mean((0, 2, 3)))
-        ae.std.copy_(raw.std((0, 2, 3)))
-        mse = {name: float(((ae.decode(ae.encode(x.to(DEVICE))) - x.to(DEVICE)) ** 2).mean())
-               for name, x in (("train", train_x), ("heldout", held_x))}
         flow_x = torch.cat([train_x, train_x.flip(-1)]) if p["ae_hflip"] else train_x
         latents = ae.encode(flow_x.to(DEVICE)).cpu()
     # Reference scale: the held-out pixel variance is the MSE of predicting each face's mean pixel.
