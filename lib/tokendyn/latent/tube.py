@@ -190,10 +190,10 @@ def rollin_curve(net: VelocityNet, x1: torch.Tensor,
     """Noise clean latents ``x1`` ``[B, L, d]`` to each ``t0``, integrate the ODE with each K, score.
 
     Every (K, ``t0``) draws its own noise (one generator seeded by ``seed``, drawn in order), so
-    no collapse across K is built in by a shared draw. ``metric(x1_hat)`` scores the terminal latents (a flip rate for text, a pixel error for
-    images). One row per (K, t0): ``K``, ``t0``, ``s_start = s(t0)``, ``t_terminal``,
-    ``s = s(t_terminal)`` (the effective noise scale of the terminal step) and ``value`` (or, when
-    ``metric`` returns a dict, its keys).
+    no collapse across K is built in by a shared draw. ``metric(x1_hat)`` scores the terminal
+    latents (a flip rate for text, a pixel error for images). One row per (K, t0): ``K``, ``t0``,
+    ``s_start = s(t0)``, ``t_terminal``, ``s = s(t_terminal)`` (the effective noise scale of the
+    terminal step) and ``value`` (or, when ``metric`` returns a dict, its keys).
     """
     for t0 in t0s:
         check_range("t0", t0, 0, 1, lo_open=True)
