@@ -12,6 +12,7 @@ on every machine. Two splits use the rule:
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from ..checks import check_range
 
@@ -36,3 +37,12 @@ def heldout_passages(n: int = 50) -> list[str]:
     if n > len(pool):
         raise ValueError(f"n={n} is out of range: allowed [1, {len(pool)}]")
     return pool[:n]
+
+
+def choose(pool: Any, n: int, seed: int = 0) -> Any:
+    """``n`` rows of ``pool`` ``[N, ...]`` in a seeded random order (no repeats): ``[n, ...]``.
+    ``n`` must lie in ``[1, N]``. The latent models' ``heldout(n, seed)`` all draw this way."""
+    import torch
+
+    check_range("n", n, 1, len(pool), integer=True)
+    return pool[torch.randperm(len(pool), generator=torch.Generator().manual_seed(seed))[:n]]

@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from ..checks import check_range
+from ..evaluation.heldout import choose
 from ..paths import data_dir
 from .flow import FlowConfig, VelocityNet
 
@@ -114,9 +115,7 @@ class ContextLatent:
         """``n`` held-out windows ``[n, seq_len]`` (documents the readout and flow never saw), chosen by ``seed``."""
         pool = heldout_pool(self.autoencoder.seq_len, self.config["data"]["seed"],
                             self.config["data"]["heldout_every"])
-        check_range("n", n, 1, len(pool), integer=True)
-        g = torch.Generator().manual_seed(seed)
-        return pool[torch.randperm(len(pool), generator=g)[:n]]
+        return choose(pool, n, seed)
 
     def decode_text(self, ids: torch.Tensor) -> str:
         """WordPiece ids ``[L]`` -> text."""

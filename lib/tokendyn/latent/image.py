@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from ..checks import check_choice, check_range
+from ..evaluation.heldout import choose
 from ..paths import data_dir
 from .flow import VelocityNet, load_autoencoder_and_flow
 
@@ -167,10 +168,7 @@ class ImageLatent:
     def heldout(self, n: int, seed: int = 0) -> torch.Tensor:
         """``n`` held-out images ``[n, 1, S, S]`` (never trained on), chosen by ``seed``
         (digits: ``S = 8``)."""
-        pool = self._pool()
-        check_range("n", n, 1, len(pool), integer=True)
-        g = torch.Generator().manual_seed(seed)
-        return pool[torch.randperm(len(pool), generator=g)[:n]]
+        return choose(self._pool(), n, seed)
 
 
 @dataclass

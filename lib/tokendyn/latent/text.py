@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from ..checks import check_choice, check_range
-from ..evaluation.heldout import is_heldout
+from ..evaluation.heldout import choose, is_heldout
 from ..paths import data_dir
 from .flow import VelocityNet, load_autoencoder_and_flow
 
@@ -166,10 +166,7 @@ class TextLatent:
         check_range("n", n, 1, None, integer=True)
         pool = _heldout_pool(self.config["data"]["seed"], self.config["data"]["heldout_every"],
                              self.autoencoder.cfg.seq_len, tuple(self.tokenizer.words))
-        if n > len(pool):
-            raise ValueError(f"n={n} is out of range: allowed [1, {len(pool)}]")
-        g = torch.Generator().manual_seed(seed)
-        return pool[torch.randperm(len(pool), generator=g)[:n]]
+        return choose(pool, n, seed)
 
 
 @lru_cache(maxsize=2)
