@@ -179,6 +179,14 @@ def fmt(x: float | None, spec: str = ".3g", *, nan: str = "censored", inf: str =
     return inf if not math.isfinite(x) else f"{x:{spec}}"
 
 
+def below(x: float, bound: float) -> str:
+    """``'< 1e-12'`` when ``x < bound`` (round-off printed as the bound it stays under, the same on
+    every machine), else ``x`` to two significant digits: what a checked output prints for a
+    quantity that is zero up to rounding."""
+    mantissa, exponent = f"{bound:.0e}".split("e")
+    return f"< {mantissa}e{int(exponent)}" if x < bound else f"{x:.2g}"
+
+
 def sig(x: float, digits: int = 3) -> float:
     """``x`` rounded to ``digits`` significant digits, as a float (what a checked output prints,
     so that round-off below the claim's precision cannot change it)."""
