@@ -66,3 +66,35 @@ def test_judge_scores_every_token_including_the_first():
     assert s.ppl.value == pytest.approx(10, rel=1e-4) and s.n_tokens == 5
     with pytest.raises(ValueError, match="differ in length"):
         gs.score_texts(_UniformLM(10), _Tok(), ["a"], [[1], [2]])
+
+
+def test_seeded_scores_pool_perplexity_and_put_diversity_intervals_over_seeds():
+    texts = [["abc", "de"], ["ab", "cde"], ["a", "bcd"]]
+    toks = [[[1, 2, 3], [4, 4]], [[1, 1], [2, 3, 4]], [[5], [6, 6, 6]]]
+    s = gs.score_seeds(_UniformLM(10), _Tok(), texts, toks)
+    assert s.ppl.value == pytest.approx(10, rel=1e-4) and s.n_texts == 6 and s.n_tokens == 14
+    assert [r["repetition"] for r in s.by_seed] == pytest.approx([1 / 3, 1 / 3, 1.0])
+    assert s.repetition.value == pytest.approx(5 / 9)
+    assert s.repetition.lo < s.repetition.value < s.repetition.hi  # t interval over 3 seeds, which differ
+    assert s.ppl_seeds.lo == pytest.approx(10, rel=1e-4)  # equal per-seed values: a zero-width interval
+    with pytest.raises(ValueError, match="same number"):
+        gs.score_seeds(_UniformLM(10), _Tok(), [["a"], ["b", "c"]], [[[1]], [[2], [3]]])
+    with pytest.raises(ValueError, match="S >= 2"):
+        gs.score_seeds(_UniformLM(10), _Tok(), [["a"]], [[[1]]])
+
+
+def test_seed_interval_is_the_student_t_interval():
+    from tokendyn.stats import seed_interval
+
+    est = seed_interval([1.0, 2.0, 3.0])
+    # mean 2, sd 1, n 3: half-width t(0.975, 2) / sqrt(3) = 4.3027 / 1.7321
+    assert est.value == 2.0 and est.hi - 2.0 == pytest.approx(4.302653 / math.sqrt(3), rel=1e-5)
+    with pytest.raises(ValueError, match="2 seeds"):
+        seed_interval([1.0])
+
+
+def test_seed_interval_of_a_rate_stays_in_its_range():
+    from tokendyn.stats import seed_interval
+
+    est = seed_interval([0.0, 0.0, 0.06], bounds=(0.0, 1.0))
+    assert est.lo == 0.0 and est.value == pytest.approx(0.02) and est.hi > 0.06

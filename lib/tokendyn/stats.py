@@ -72,6 +72,23 @@ def wilson(k: int, n: int, level: float = 0.95) -> Estimate:
     return Estimate(p, lo, hi, n, level)
 
 
+def seed_interval(values: Sequence[float] | np.ndarray, level: float = 0.95,
+                  bounds: tuple[float, float] = (-math.inf, math.inf)) -> Estimate:
+    """Mean of per-seed values ``[S]`` with a Student-t interval over seeds (``S - 1`` degrees of
+    freedom): for statistics that a bootstrap over items would bias, such as the unigram entropy
+    of pooled samples (resampled duplicates lower it). The interval is clipped to ``bounds``
+    (``(0, 1)`` for a rate: a t interval knows no range)."""
+    from scipy.stats import t as student_t
+
+    x = np.asarray(values, dtype=np.float64).ravel()
+    check_range("level", level, 0.0, 1.0, lo_open=True)
+    if x.size < 2:
+        raise ValueError(f"values: an interval over seeds needs at least 2 seeds, got {x.size}")
+    half = float(student_t.ppf(0.5 + level / 2, x.size - 1)) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    lo, hi = max(bounds[0], float(x.mean()) - half), min(bounds[1], float(x.mean()) + half)
+    return Estimate(float(x.mean()), lo, hi, int(x.size), level)
+
+
 def ratio_interval(k_a: int, n_a: int, k_b: int, n_b: int, *, n_boot: int = 2000, level: float = 0.95,
                    seed: int = 0) -> Estimate:
     """Ratio of two proportions ``(k_a/n_a) / (k_b/n_b)`` with a parametric-bootstrap interval.

@@ -5,7 +5,8 @@ well), so the diffusion-LM literature reports unigram entropy beside it; we also
 repetition rate and distinct-2. The judge is a real language model (SmolLM2-135M offline,
 :func:`tokendyn.models.load_ar`), run in float32; each text is read after a document-start token.
 Perplexity is pooled over tokens, ``exp(sum NLL / sum tokens)``, with a percentile bootstrap over
-texts for its interval.
+texts for its interval. :func:`score_seeds` scores one sampler run with several seeds: the diversity
+scores get an interval over seeds, since resampling texts would bias a pooled entropy down.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..checks import check_range
-from ..stats import Estimate
+from ..stats import Estimate, seed_interval
 from .causal import right_pad, sequence_log_likelihoods, start_id
 
 
@@ -107,3 +108,49 @@ def score_texts(model: Any, tokenizer: Any, texts: Sequence[str], token_lists: S
     nll, count = judge_nll(model, tokenizer, texts)
     return TextScores(pooled_perplexity(nll, count, seed=seed), unigram_entropy(token_lists),
                       repetition(token_lists), distinct_n(token_lists, 2), len(texts), int(count.sum()))
+
+
+@dataclass(frozen=True)
+class SeededScores:
+    """One sampler run with ``S`` seeds, the same number of texts per seed.
+
+    ``ppl``: judge perplexity pooled over all texts, bootstrap over texts; ``ppl_seeds``: the mean
+    of the per-seed perplexities with a Student-t interval over seeds. ``entropy``, ``repetition``
+    and ``distinct2``: each computed on one seed's texts (so on equal token counts, which a unigram
+    entropy needs to be comparable), mean with a t interval over seeds. ``by_seed``: per-seed rows.
+    """
+
+    ppl: Estimate
+    ppl_seeds: Estimate
+    entropy: Estimate
+    repetition: Estimate
+    distinct2: Estimate
+    by_seed: list[dict[str, float]]
+    n_texts: int
+    n_tokens: int
+
+
+def score_seeds(model: Any, tokenizer: Any, texts: Sequence[Sequence[str]],
+                token_lists: Sequence[Sequence[Sequence[int]]], *, seed: int = 0) -> SeededScores:
+    """Score ``S >= 2`` seeds of one sampler: ``texts[s]`` the decoded texts of seed ``s`` and
+    ``token_lists[s]`` the generator's own tokens of each (one list per text). Every seed must
+    hold the same number of texts."""
+    if len(texts) < 2 or len(texts) != len(token_lists):
+        raise ValueError(f"texts and token_lists must hold the same S >= 2 seeds, got {len(texts)} and {len(token_lists)}")
+    sizes = {len(t) for t in texts} | {len(t) for t in token_lists}
+    if len(sizes) != 1:
+        raise ValueError(f"every seed must hold the same number of texts and token lists, got sizes {sorted(sizes)}")
+    flat = [t for seed_texts in texts for t in seed_texts]
+    nll, count = judge_nll(model, tokenizer, flat)
+    per = len(texts[0])
+    rows = []
+    for s, toks in enumerate(token_lists):
+        sl = slice(s * per, (s + 1) * per)
+        rows.append({"seed": s, "ppl": float(np.exp(nll[sl].sum() / count[sl].sum())), "entropy": unigram_entropy(toks),
+                     "repetition": repetition(toks), "distinct2": distinct_n(toks, 2)})
+    col = {k: [r[k] for r in rows] for k in ("ppl", "entropy", "repetition", "distinct2")}
+    rate = (0.0, 1.0)
+    return SeededScores(pooled_perplexity(nll, count, seed=seed), seed_interval(col["ppl"], bounds=(1.0, math.inf)),
+                        seed_interval(col["entropy"], bounds=(0.0, math.inf)),
+                        seed_interval(col["repetition"], bounds=rate), seed_interval(col["distinct2"], bounds=rate),
+                        rows, len(flat), int(count.sum()))
