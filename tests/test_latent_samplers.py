@@ -186,3 +186,19 @@ def test_init_and_steps_are_the_samplers_one_step_at_a_time(gauss):
     assert torch.equal(s.x, sde_sample(gauss, x, 0.0, 3, generator=g2))
     with pytest.raises(ValueError, match="method"):
         S.ode_step(gauss, S.init(x), "rk4")
+
+
+def test_generate_shares_the_start_noise_and_k1_is_one_posterior_mean_step():
+    from tokendyn.latent.samplers import generate
+
+    net = GaussianVelocity(torch.tensor([1.0, -2.0, 0.5]), 0.3)
+    shape = (4, 5, 3)
+    o1, s1 = generate(net, shape, 1, "ode", seed=3), generate(net, shape, 1, "sde", seed=3)
+    assert torch.equal(o1, s1)
+    o4, s4 = generate(net, shape, 4, "ode", seed=3), generate(net, shape, 4, "sde", seed=3)
+    assert not torch.equal(o4, s4)
+    assert torch.equal(s4, generate(net, shape, 4, "sde", seed=3))  # seeded
+    with pytest.raises(ValueError, match="sampler"):
+        generate(net, shape, 4, "heun", seed=0)
+    with pytest.raises(ValueError, match="shape"):
+        generate(net, (4, 3), 4, "ode", seed=0)

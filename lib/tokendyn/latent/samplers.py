@@ -7,7 +7,8 @@ that step outputs the posterior mean ``E[x1 | x_{t_{K-1}}]`` (see :mod:`.flow`).
 As for Glauber chains, a sampler is an :func:`init` / step pair over an explicit
 :class:`FlowState`: :func:`ode_step` (its integrator a function, :func:`euler` or :func:`heun`)
 and :func:`sde_step`, each returning ``(state, FlowInfo)``; :func:`run` drives either to
-``t = 1``, and :func:`ode_sample` / :func:`sde_sample` are that loop in one call.
+``t = 1``, and :func:`ode_sample` / :func:`sde_sample` are that loop in one call;
+:func:`generate` runs either from seeded pure noise.
 """
 
 from __future__ import annotations
@@ -178,3 +179,24 @@ def sde_sample(net: VelocityNet, x: torch.Tensor, t0: float = 0.0, steps: int = 
     """Stochastic re-injection from ``x`` at ``t0`` to ``t = 1`` (see :func:`sde_step`). Same network
     and grid as :func:`ode_sample`; ``x`` ``[B, L, d]`` -> ``[B, L, d]``."""
     return run(init(x, t0, steps), lambda s: sde_step(net, s, generator=generator)).x
+
+
+SAMPLERS = ("ode", "sde")
+
+
+@torch.no_grad()
+def generate(net: VelocityNet, shape: tuple[int, int, int], steps: int, sampler: str, *, seed: int) -> torch.Tensor:
+    """Generate latents ``shape`` = ``[B, L, d]`` from pure noise in ``steps`` steps with the ODE
+    (Euler) or the SDE, in float32 (the network's dtype). One generator seeded by ``seed`` draws
+    the start noise and then the SDE's fresh noise, so at equal ``seed`` the ODE and the SDE start
+    from the same noise and, at ``steps = 1``, return the same latents."""
+    check_choice("sampler", sampler, SAMPLERS)
+    check_range("steps", steps, 1, None, integer=True)
+    check_range("seed", seed, 0, None, integer=True)
+    if len(shape) != 3 or min(shape) < 1:
+        raise ValueError(f"shape must be [B, L, d] with every size >= 1, got {tuple(shape)}")
+    g = torch.Generator().manual_seed(seed)
+    x0 = torch.randn(*shape, generator=g)
+    if sampler == "ode":
+        return ode_sample(net, x0, 0.0, steps)
+    return sde_sample(net, x0, 0.0, steps, generator=g)
