@@ -53,5 +53,5 @@ def test_shipped_model_reads_back_held_out_text():
     assert m.flow(z, torch.full((8,), 0.5)).shape == z.shape
     with pytest.raises(ValueError, match="n=0"):
         m.heldout(0)
-    pool = contextual.heldout_pool(32, cfg["data"]["seed"], cfg["data"]["heldout_every"])
+    pool = contextual.window_pool("heldout", 32, cfg["data"]["seed"], cfg["data"]["heldout_every"])
     assert len(pool) == cfg["data"]["heldout_windows"]

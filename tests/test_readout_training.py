@@ -33,3 +33,17 @@ def test_mlp_readout_starts_as_the_linear_one_and_retraining_fits():
     assert after < before and len(losses) >= 1
     with pytest.raises(ValueError, match="ids"):
         retrain(lin, z, ids[:3], "ce", steps=1)
+
+
+def test_argmax_decoder_and_logit_gaps_on_an_exact_head():
+    from tokendyn.training.readout import argmax_decoder, logit_gaps
+
+    lin = torch.nn.Linear(2, 3)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]))
+        lin.bias.zero_()
+    z = torch.tensor([[2.0, 0.5], [0.1, 3.0], [-1.0, -1.0]])
+    assert argmax_decoder(lin, chunk=2)(z[None]).tolist() == [[0, 1, 2]]
+    assert logit_gaps(lin, z, chunk=2).tolist() == pytest.approx([1.5, 2.9, 1.0])
+    with pytest.raises(ValueError, match="chunk"):
+        argmax_decoder(lin, chunk=0)

@@ -113,9 +113,16 @@ class ContextLatent:
 
     def heldout(self, n: int, seed: int = 0) -> torch.Tensor:
         """``n`` held-out windows ``[n, seq_len]`` (documents the readout and flow never saw), chosen by ``seed``."""
-        pool = heldout_pool(self.autoencoder.seq_len, self.config["data"]["seed"],
-                            self.config["data"]["heldout_every"])
-        return choose(pool, n, seed)
+        return choose(self._pool("heldout"), n, seed)
+
+    def train_windows(self, n: int, seed: int = 0) -> torch.Tensor:
+        """``n`` training windows ``[n, seq_len]`` (documents the readout and flow were fit on), chosen by
+        ``seed``: for retraining a readout on frozen latents (chapter 7)."""
+        return choose(self._pool("train"), n, seed)
+
+    def _pool(self, split: str) -> torch.Tensor:
+        return window_pool(split, self.autoencoder.seq_len, self.config["data"]["seed"],
+                           self.config["data"]["heldout_every"])
 
     def decode_text(self, ids: torch.Tensor) -> str:
         """WordPiece ids ``[L]`` -> text."""
@@ -149,16 +156,17 @@ class ContextAutoencoder(nn.Module):
         return self.head.decode(z)
 
 
-@lru_cache(maxsize=2)
-def heldout_pool(seq_len: int, seed: int, every: int) -> torch.Tensor:
-    """Every held-out window ``[N, seq_len]`` of the Wikipedia paragraphs, in corpus order."""
+@lru_cache(maxsize=4)
+def window_pool(split: str, seq_len: int, seed: int, every: int) -> torch.Tensor:
+    """Every window ``[N, seq_len]`` of the Wikipedia paragraphs of ``split`` (``"train"`` or
+    ``"heldout"``), in corpus order."""
     from transformers import AutoTokenizer
 
     from ..models.shipped import minilm_package_dir
     from .text import split_documents
 
     tok = AutoTokenizer.from_pretrained(str(minilm_package_dir()))
-    return windows(tok, split_documents("wiki", "heldout", seed=seed, heldout_every=every), seq_len)
+    return windows(tok, split_documents("wiki", split, seed=seed, heldout_every=every), seq_len)
 
 
 def load_context_latent(path: str | Path | None = None) -> ContextLatent:
