@@ -23,7 +23,7 @@ def test_ar_decode_commits_every_position_and_is_seeded():
     b = ar_decode(lm, prompt, 6, seed=1)
     assert a.tokens.shape == (3, 6) and torch.equal(a.tokens, b.tokens)
     assert a.cci.value == 1.0 and a.cci.n == 18
-    assert a.precision == "float32"
+    assert a.precision == "model float32, draws float64"
 
 
 def test_ar_decode_matches_full_recompute():

@@ -10,8 +10,9 @@ here take ``feedback``:
   ``E`` the model's input embedding matrix. No discrete selection enters the state, so CCI is 0.
 
 The emitted text is the drawn tokens in both cases: the same uniforms give the same draw whenever
-the distributions agree, so the two variants differ only by what is fed back. Draws are float32 on
-the model's device (precision recorded in :attr:`Decoded.precision`).
+the distributions agree, so the two variants differ only by what is fed back. The model runs in its
+own dtype (float32 here); the tempered softmax and the draw are float64, as every sampler of the
+project (:mod:`tokendyn.sampling`; recorded in :attr:`Decoded.precision`).
 
 :func:`ar_decode` runs a causal LM (SmolLM2 offline) with a key-value cache;
 :func:`mask_diffusion_decode` unmasks a fixed number of random positions of a ``[MASK]`` sequence
@@ -28,6 +29,7 @@ import torch
 from torch import Tensor
 
 from .checks import check_choice, check_range
+from .sampling import draw, probabilities, uniforms
 from .latent.commitment import Commitment, commitment_index, continuous_commitment_index
 
 FEEDBACK = ("token", "expected")
@@ -43,19 +45,25 @@ class Decoded:
     tokens: Tensor
     cci: Commitment
     feedback: str
-    precision: str = "float32"
+    precision: str = ""
 
 
 def _draw(logits: Tensor, tau: float, gen: torch.Generator, banned: Tensor | None) -> tuple[Tensor, Tensor]:
-    """Probabilities ``[..., V]`` (float32, ``banned`` ids zeroed) and one draw per row ``[...]``."""
-    z = logits.float() / tau
+    """Probabilities ``[..., V]`` (float64, ``banned`` ids at zero) and one draw per row ``[...]``:
+    the project's tempered softmax and inverse-CDF draw (:mod:`tokendyn.sampling`), one CPU uniform
+    per row, so a seed gives the same draws on any device."""
+    z = logits.reshape(-1, logits.shape[-1])
     if banned is not None:
-        z[..., banned] = float("-inf")
-    p = torch.softmax(z, -1)
-    flat = p.reshape(-1, p.shape[-1])
-    u = torch.rand(flat.shape[0], 1, generator=gen, dtype=torch.float32).to(p.device)
-    idx = torch.searchsorted(flat.cumsum(-1), u * flat.sum(-1, keepdim=True)).clamp_max(flat.shape[-1] - 1)
-    return p, idx.reshape(p.shape[:-1])
+        z = z.clone()
+        z[:, banned.to(z.device)] = float("-inf")
+    p = probabilities(z, tau)
+    u = uniforms(p.shape[0], gen, torch.device("cpu")).to(p.device)
+    idx, _ = draw(p, u)
+    return p.reshape(logits.shape), idx.reshape(logits.shape[:-1])
+
+
+def _precision(emb: Tensor) -> str:
+    return f"model {str(emb.dtype).removeprefix('torch.')}, draws float64"
 
 
 def _check(feedback: str, tau: float, n_new: int, seed: int) -> None:
@@ -97,7 +105,7 @@ def ar_decode(model: Any, prompt: Tensor, n_new: int, *, seed: int, tau: float =
         out = model(inputs_embeds=x[:, None, :], cache=past, use_cache=True)  # transformers 5: `cache`
         past, logits = out.past_key_values, out.logits[:, -1]
     cci = commitment_index(states) if feedback == "token" else continuous_commitment_index(fed)
-    return Decoded(torch.stack(toks, 1).cpu(), cci, feedback)
+    return Decoded(torch.stack(toks, 1).cpu(), cci, feedback, _precision(emb))
 
 
 @torch.no_grad()
@@ -139,4 +147,4 @@ def mask_diffusion_decode(loaded: Any, n: int, batch: int, steps: int, *, seed: 
         fed[s + 1] = fed[s]
         fed[s + 1][rows, sel] = x[rows, sel + 1].float().cpu()
     cci = commitment_index(states) if feedback == "token" else continuous_commitment_index(fed)
-    return Decoded(out_tok, cci, feedback)
+    return Decoded(out_tok, cci, feedback, _precision(emb))
