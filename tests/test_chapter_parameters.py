@@ -15,6 +15,7 @@ CASES = [
     ("04_basins.ipynb", {"hamming_h": -1}, "hamming_h=-1 is out of range"),
     ("05_tube_law.ipynb", {"method": "rk4"}, "method='rk4' is not allowed"),
     ("06_dabi_cci.ipynb", {"reference_norm": 0.5}, "reference_norm=0.5 is not allowed"),
+    ("07_escapes.ipynb", {"reference_k": 3}, "reference_k=3 is not allowed"),
 ]
 
 
