@@ -228,6 +228,24 @@ def test_dabi_figures():
     assert {r["system"] for r in _rows(figures.taxonomy(t))} == {"x", "y"}
 
 
+def test_escape_figures():
+    g = pd.DataFrame({"K": [1, 4, 1, 4], "sampler": ["ODE", "ODE", "SDE", "SDE"], "ppl": [400.0, 500, 400, 300],
+                      "ppl_lo": [350.0, 450, 350, 250], "ppl_hi": [450.0, 550, 450, 350], "entropy": [3.3, 3.5, 3.3, 2.9],
+                      "entropy_lo": [3.1, 3.3, 3.1, 2.7], "entropy_hi": [3.5, 3.7, 3.5, 3.1]})
+    spec = _spec(figures.ode_sde_curves(g, pd.DataFrame({"ppl": [70.0], "entropy": [4.7]})))
+    assert len(spec["hconcat"]) == 2 and all(len(p["layer"]) == 3 for p in spec["hconcat"])
+    with pytest.raises(ValueError, match="real lacks columns"):
+        figures.ode_sde_curves(g, pd.DataFrame({"ppl": [70.0]}))
+    a = pd.DataFrame({"generator": ["x"] * 2, "variant": ["committed", "ablated"], "score": ["judge PPL"] * 2,
+                      "value": [50.0, 7000.0], "lo": [40.0, 6000.0], "hi": [60.0, 8000.0]})
+    assert len(_rows(figures.ablation_panels(a))) == 2
+    iv = pd.DataFrame({"readout": ["shipped", "MLP"], "flip": [0.11, 0.10], "lo": [0.10, 0.09], "hi": [0.12, 0.11],
+                       "predicted": [0.11, float("nan")]})
+    assert len(_spec(figures.intervention_flips(iv))["layer"]) == 3
+    s = pd.DataFrame({"M": [2, 4], "partition": ["line"] * 2, "S": [0.4, 1.0], "lo": [0.4, 1.0], "hi": [0.4, 1.0]})
+    assert [r["M"] for r in _rows(figures.interface_scaling(s))] == [2, 4]
+
+
 def test_performance_figures_read_the_benchmark_records():
     bench = {"cpu": {"scaling": {"batch_for_by_n": 64, "n_for_by_batch": 32, "by_n": {"16": 100.0, "32": 50.0},
                                  "by_batch": {"8": 20.0, "64": 90.0}}}}

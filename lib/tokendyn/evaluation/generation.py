@@ -136,7 +136,8 @@ def score_seeds(model: Any, tokenizer: Any, texts: Sequence[Sequence[str]],
     ``token_lists[s]`` the generator's own tokens of each (one list per text). Every seed must
     hold the same number of texts."""
     if len(texts) < 2 or len(texts) != len(token_lists):
-        raise ValueError(f"texts and token_lists must hold the same S >= 2 seeds, got {len(texts)} and {len(token_lists)}")
+        raise ValueError(f"texts and token_lists must hold the same S >= 2 seeds, got {len(texts)} and "
+                         f"{len(token_lists)}")
     sizes = {len(t) for t in texts} | {len(t) for t in token_lists}
     if len(sizes) != 1:
         raise ValueError(f"every seed must hold the same number of texts and token lists, got sizes {sorted(sizes)}")

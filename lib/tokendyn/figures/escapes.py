@@ -58,8 +58,8 @@ def intervention_flips(df: pd.DataFrame) -> alt.LayerChart:
     """
     _need(df, ["readout", "flip", "lo", "hi", "predicted"], "df")
     base = alt.Chart(df).encode(x=alt.X("readout:N", title=None, sort=None))
-    return (base.mark_bar(opacity=0.7).encode(y=alt.Y("flip:Q", title="terminal flip rate (K = 4)", axis=alt.Axis(format="%")),
-                                              tooltip=["readout", "flip", "lo", "hi", "predicted"])
+    y = alt.Y("flip:Q", title="terminal flip rate (K = 4)", axis=alt.Axis(format="%"))
+    return (base.mark_bar(opacity=0.7).encode(y=y, tooltip=["readout", "flip", "lo", "hi", "predicted"])
             + base.mark_rule(color="black").encode(y="lo:Q", y2="hi:Q")
             + base.mark_tick(color="black", thickness=3, size=30).encode(y="predicted:Q")
             ).properties(width=420, height=240, title="K = 4 terminal flips after each readout intervention")
@@ -71,8 +71,9 @@ def interface_scaling(df: pd.DataFrame) -> alt.LayerChart:
     ``df``: columns ``M``, ``partition``, ``S``, ``lo``, ``hi`` (``lo = hi = S`` for exact values).
     """
     _need(df, ["M", "partition", "S", "lo", "hi"], "df")
+    legend = alt.Legend(orient="bottom", columns=1)
     base = alt.Chart(df).encode(x=alt.X("M:Q", scale=alt.Scale(type="log", base=2), title="M modes"),
-                                color=alt.Color("partition:N", title=None, legend=alt.Legend(orient="bottom", columns=1)))
+                                color=alt.Color("partition:N", title=None, legend=legend))
     return (base.mark_line(point=True).encode(y=alt.Y("S:Q", scale=alt.Scale(type="log"),
                                                       title="interface measure S (stiffness ∝ S)"),
                                               tooltip=["M", "partition", "S", "lo", "hi"])

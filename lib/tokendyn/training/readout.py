@@ -7,9 +7,10 @@ The paper retrains a sharp text readout three ways and finds none recovers flipp
 - an MLP readout (:class:`ResidualMLPReadout`): ``z -> z + B gelu(A z)`` then the linear readout,
   so it starts as the linear one (``B = 0``) and can bend its boundaries.
 
-``"ce"`` (plain cross-entropy) is the reference. :func:`argmax_decoder` turns any head into the
-decode function the tube-law measures take; :func:`logit_gaps` reads how sharp a head is. :func:`retrain` warm-starts from a given linear
+``"ce"`` (plain cross-entropy) is the reference. :func:`retrain` warm-starts from a given linear
 readout and takes ``steps`` AdamW steps on batches of frozen ``(latent, id)`` pairs, seeded.
+:func:`argmax_decoder` turns any head into the decode function the tube-law measures take;
+:func:`logit_gaps` reads how sharp a head is.
 """
 
 from __future__ import annotations
