@@ -31,6 +31,7 @@ from torch import nn
 from ..checks import check_range
 from ..evaluation.heldout import choose
 from ..paths import data_dir
+from ..training.readout import argmax_decoder
 from .flow import FlowConfig, VelocityNet
 
 
@@ -86,9 +87,7 @@ class LinearReadout(nn.Module):
 
     def decode(self, z: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
         """Argmax ids of latents ``[..., d]`` -> ``[...]``, in chunks of ``chunk`` vectors (bounded memory)."""
-        flat = z.reshape(-1, z.shape[-1])
-        out = torch.cat([self.logits(c).argmax(-1) for c in flat.split(chunk)])
-        return out.reshape(z.shape[:-1])
+        return argmax_decoder(self.readout, chunk)(z)
 
 
 @dataclass
