@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 from .checks import check_choice, check_range
+from .positions import check_content_fits, max_positions
 
 WRAPS = ("special", "none")
 
@@ -57,12 +58,19 @@ def check_shapes(tokens: Tensor, sites: Tensor) -> None:
 
 def check_tokens(model: ConditionalModel, tokens: Tensor, name: str = "tokens") -> None:
     """Validate states once at a public entry point: ``[B, n]`` integer ids in
-    ``[0, vocab_size)``. Raises ``ValueError`` naming the argument."""
+    ``[0, vocab_size)``, and ``n`` within what the model can read (a model with a position table
+    says so with ``check_n``, as :class:`MLMConditional` does). Raises ``ValueError`` naming the
+    argument."""
+    if not isinstance(tokens, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids [B, n], got {type(tokens).__name__}")
     if tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"{name} must be an integer tensor [B, n], got {tuple(tokens.shape)} "
                          f"{tokens.dtype}")
     if tokens.shape[1] < 1:
         raise ValueError(f"{name} must have at least one site")
+    check_n = getattr(model, "check_n", None)
+    if callable(check_n):
+        check_n(tokens.shape[1], where=f"{name}: ")
     if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= model.vocab_size):
         raise ValueError(f"{name} must lie in [0, vocab_size={model.vocab_size})")
 
@@ -122,6 +130,14 @@ def special_ids(tokenizer: Any) -> tuple[int, int, int]:
     return int(cls_id), int(sep_id), int(mask_id)
 
 
+def wrapping_words(tokenizer: Any, wrap: str = "special") -> str:
+    """How a state is wrapped, for messages: ``" with [CLS]/[SEP] wrapping"``."""
+    if wrap == "none":
+        return " with no wrapping"
+    cls_id, sep_id, _ = special_ids(tokenizer)
+    return f" with {tokenizer.convert_ids_to_tokens(cls_id)}/{tokenizer.convert_ids_to_tokens(sep_id)} wrapping"
+
+
 class MLMConditional:
     """:class:`ConditionalModel` over a transformers ``*ForMaskedLM`` and its tokenizer.
 
@@ -168,6 +184,9 @@ class MLMConditional:
         unsupported[[i for i in self.tokenizer.all_special_ids if i < self.vocab_size]] = True
         self.unsupported = unsupported
         self.support_size = int((~unsupported).sum())
+        lim = max_positions(self.model)
+        self.max_sites: int | None = None if lim is None else lim[0] - 2 * self.offset
+        """The most content tokens a state may hold (position table less the wrapping), or None."""
 
     @property
     def device(self) -> torch.device:
@@ -177,6 +196,14 @@ class MLMConditional:
     def offset(self) -> int:
         """Position of content token 0 in the wrapped input (1 with ``wrap="special"``)."""
         return 1 if self.wrap == "special" else 0
+
+    def check_n(self, n: int, where: str = "") -> None:
+        """Raise ``ValueError`` unless ``n`` content tokens and the wrapping fit the model's
+        position table (``max_position_embeddings``): before any forward pass, not deep in torch."""
+        if self.max_sites is None or n <= self.max_sites:
+            return
+        check_content_fits(self.model, n, extra=2 * self.offset, label=self.name, where=where,
+                           wrapping=wrapping_words(self.tokenizer, self.wrap))
 
     def wrap_ids(self, tokens: Tensor) -> Tensor:
         """tokens ``[B, n]`` -> model input ids ``[B, n + 2]`` (``"special"``) or ``[B, n]``."""
@@ -192,6 +219,7 @@ class MLMConditional:
         """tokens ``[B, n]``, sites ``[B]`` -> ``[B, vocab_size]`` float32 masked-site logits,
         ``-inf`` outside the support."""
         check_shapes(tokens, sites)
+        self.check_n(tokens.shape[1], where="tokens: ")
         out_device = tokens.device
         dev = self.device
         tokens, sites = tokens.to(dev), sites.to(dev)
@@ -225,10 +253,16 @@ def content_ids(loaded: Any, texts: Sequence[str], n: int) -> Tensor:
 
     Special tokens are dropped, including ``[UNK]`` for characters the vocabulary lacks: they are
     outside the support, so a state holding one could never be reached or tested by a rectangle.
-    Raises ``ValueError`` naming the text that has fewer than ``n`` tokens left.
+    Raises ``ValueError`` naming the text that has fewer than ``n`` tokens left, or when ``n``
+    tokens and the ``"special"`` wrapping overflow the model's position table.
     """
     check_range("n", n, 1, integer=True)
     tok = loaded.tokenizer
+    if isinstance(loaded, MLMConditional):
+        loaded.check_n(n)
+    elif hasattr(loaded, "model"):
+        check_content_fits(loaded.model, n, extra=2, wrapping=wrapping_words(tok),
+                           label=getattr(loaded, "name", type(loaded.model).__name__))
     special = set(tok.all_special_ids)
     rows = []
     for k, text in enumerate(texts):

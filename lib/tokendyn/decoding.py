@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 from .checks import check_choice, check_range
+from .positions import check_content_fits, check_context
 from .sampling import draw, probabilities, uniforms
 from .latent.commitment import Commitment, commitment_index, continuous_commitment_index
 
@@ -83,8 +84,14 @@ def ar_decode(model: Any, prompt: Tensor, n_new: int, *, seed: int, tau: float =
     ``banned`` ``[k]``: ids never drawn (e.g. end-of-text, so every row has ``n_new`` tokens).
     """
     _check(feedback, tau, n_new, seed)
-    if prompt.dim() != 2 or prompt.shape[1] < 1:
-        raise ValueError(f"prompt must be [B, p] with p >= 1, got shape {tuple(prompt.shape)}")
+    if not isinstance(prompt, Tensor) or prompt.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"prompt must be an integer torch.Tensor [B, p] of token ids, got "
+                        f"{prompt.dtype if isinstance(prompt, Tensor) else type(prompt).__name__}")
+    if prompt.dim() != 2 or prompt.shape[1] < 1 or prompt.shape[0] < 1:
+        raise ValueError(f"prompt must be [B, p] with B >= 1 and p >= 1, got shape {tuple(prompt.shape)}")
+    p_len = prompt.shape[1]
+    check_context(model, p_len + n_new, what=f"prompt p={p_len} + n={n_new} new tokens",
+                  allowed="p + n")
     dev = next(model.parameters()).device
     emb = model.get_input_embeddings().weight  # [V, h]
     gen = torch.Generator().manual_seed(seed)
@@ -123,6 +130,8 @@ def mask_diffusion_decode(loaded: Any, n: int, batch: int, steps: int, *, seed: 
     check_range("batch", batch, 1, None, integer=True)
     check_range("steps", steps, 1, n, integer=True)
     model, tok = loaded.model, loaded.tokenizer
+    check_content_fits(model, n, extra=2, wrapping=f" with {tok.cls_token}/{tok.sep_token} wrapping",
+                       label=getattr(loaded, "name", type(model).__name__))
     dev = next(model.parameters()).device
     emb = model.get_input_embeddings().weight
     gen = torch.Generator().manual_seed(seed)

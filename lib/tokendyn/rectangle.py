@@ -38,6 +38,7 @@ from torch import Tensor
 
 from .checks import check_choice, check_range
 from .conditional import ConditionalModel, check_states, check_support
+from .positions import check_context
 from .sampling import PROTOCOLS, check_tau, choose_alternatives, make_generator
 from .stats import Estimate
 
@@ -271,6 +272,8 @@ def ar_log_joint(ar: Any, ids: Tensor, *, prefix: list[int] | None = None) -> Te
     ids = ids.to(dev)
     pre = torch.tensor(prefix, dtype=ids.dtype, device=dev).expand(ids.shape[0], -1)
     full = torch.cat([pre, ids], 1)
+    check_context(ar.model, full.shape[1], what=f"n={ids.shape[1]} tokens + a prefix of {len(prefix)}",
+                  allowed="n + prefix", label=getattr(ar, "name", ""))
     logp = torch.log_softmax(ar.model(input_ids=full).logits.double(), -1)
     p0 = len(prefix)
     start = max(p0 - 1, 0)

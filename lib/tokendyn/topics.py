@@ -35,6 +35,7 @@ import torch
 from torch import Tensor
 
 from .checks import check_choice, check_range
+from .positions import check_context
 from .stats import Estimate, wilson
 
 __all__ = ["TopicSplit", "topic_split", "content_length", "CentroidClassifier", "fit_centroids",
@@ -351,9 +352,13 @@ def ar_nll(ar: Any, texts: Sequence[str], *, batch: int = 16) -> Tensor:
     if start is None:
         raise ValueError("the AR tokenizer has no <|endoftext|> or BOS token to start a text with")
     dev = next(model.parameters()).device
+    every = [[start] + tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+    longest = max(range(len(every)), key=lambda r: len(every[r]))
+    check_context(model, len(every[longest]), what=f"texts[{longest}]'s {len(every[longest]) - 1} tokens "
+                  "and the start token", allowed="tokens per text, start included")
     out = []
     for s in range(0, len(texts), batch):
-        seqs = [[start] + tok(t, add_special_tokens=False)["input_ids"] for t in texts[s:s + batch]]
+        seqs = every[s:s + batch]
         width = max(map(len, seqs))
         x = torch.zeros(len(seqs), width, dtype=torch.long)
         att = torch.zeros(len(seqs), width, dtype=torch.long)

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from ..checks import check_range
+from ..positions import check_context
 from .cloze import ClozeItem, load_probe, probe_row, probe_scores
 
 
@@ -41,6 +42,8 @@ def right_pad(seqs: list[list[int]], pad_id: int = 0) -> tuple[Tensor, Tensor]:
 def sequence_log_likelihoods(model: Any, x: Tensor, att: Tensor) -> Tensor:
     """``(N,)`` float32: sum of log p(x[:, t] | x[:, :t]) over t >= 1 under a causal LM, for
     right-padded ``x (N, L)`` with ``att (N, L)``; pad positions neither predict nor are predicted."""
+    check_context(model, x.shape[1], what=f"texts of up to {x.shape[1]} tokens (start token included)",
+                  allowed="tokens per text")
     dev = _device(model)
     logp = model(input_ids=x.to(dev), attention_mask=att.to(dev)).logits[:, :-1].float().log_softmax(-1)
     tok_lp = logp.gather(2, x[:, 1:, None].to(dev))[..., 0] * att[:, 1:].to(dev)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..checks import check_range
+from ..positions import max_positions
 from ..stats import Estimate, seed_interval
 from .causal import right_pad, sequence_log_likelihoods, start_id
 
@@ -46,7 +47,8 @@ def judge_nll(model: Any, tokenizer: Any, texts: Sequence[str], *, batch: int = 
     if not texts:
         raise ValueError("texts is empty: nothing to score")
     check_range("batch", batch, 1, None, integer=True)
-    check_range("max_len", max_len, 2, None, integer=True)
+    lim = max_positions(model)
+    check_range("max_len", max_len, 2, None if lim is None else lim[0], integer=True)
     s = start_id(tokenizer)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else s
     nll, count = [], []

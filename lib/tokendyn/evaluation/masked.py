@@ -12,7 +12,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..conditional import MLMConditional, mlm_head
+from ..conditional import MLMConditional, mlm_head, wrapping_words
+from ..positions import check_content_fits
 
 
 def as_mlm(mlm: Any, tokenizer: Any = None) -> MLMConditional:
@@ -47,6 +48,9 @@ def masked_logits(mlm: Any, texts: list[str]) -> Tensor:
     mlm = as_mlm(mlm)
     tok = mlm.tokenizer
     enc = tok([t.replace("[MASK]", tok.mask_token) for t in texts], return_tensors="pt", padding=True)
+    longest = int(enc["attention_mask"].sum(1).argmax()) if len(texts) else 0
+    check_content_fits(mlm.model, enc["input_ids"].shape[1] - 2, extra=2, label=mlm.name,
+                       wrapping=wrapping_words(tok), where=f"texts[{longest}]: ")
     is_mask = enc["input_ids"] == tok.mask_token_id
     if not bool((is_mask.sum(1) == 1).all()):
         raise ValueError("each text must hold exactly one mask token")

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from ..checks import check_range
+from ..positions import max_positions
 from .masked import as_mlm
 
 
@@ -31,8 +32,9 @@ def text_site_logits(mlm: Any, text: str, max_len: int = 64,
     :func:`tokendyn.fill.all_site_logits` (every site of a content state, the chains' view) only in
     reading real text: the tokenizer, the truncation and the unscored ``[UNK]``.
     """
-    check_range("max_len", max_len, 3, 512, integer=True)
     mlm = as_mlm(mlm)
+    lim = max_positions(mlm.model)
+    check_range("max_len", max_len, 3, 512 if lim is None else lim[0], integer=True)
     width = max_len - 2 * mlm.offset
     content = torch.tensor(mlm.tokenizer(text, add_special_tokens=False, truncation=True,
                                          max_length=width)["input_ids"][:width], dtype=torch.long)
