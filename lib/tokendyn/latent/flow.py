@@ -102,12 +102,17 @@ def flow_loss(net: VelocityNet, x1: torch.Tensor, generator: torch.Generator) ->
 def load_autoencoder_and_flow(d: Path, kind: str, autoencoder: type[nn.Module],
                               config: type) -> tuple[nn.Module, VelocityNet, dict]:
     """A shipped latent model folder ``d`` -> ``(autoencoder, flow, config dict)`` in eval mode,
-    from ``config.json`` and two safetensors files. ``kind`` (``"text"``, ``"image"``) names the
-    ``scripts/train_latents.py`` command that rebuilds a missing folder."""
+    from ``config.json`` and two safetensors files, each checked against ``d/SHA256SUMS`` first.
+    ``kind`` (``"text"``, ``"image"``) names the ``scripts/train_latents.py`` command that rebuilds
+    a missing folder."""
     from safetensors.torch import load_file
+
+    from ..integrity import verify
 
     if not (d / "config.json").is_file():
         raise FileNotFoundError(f"{d} holds no {kind} latent model: run `python scripts/train_latents.py {kind}`")
+    for f in ("autoencoder.safetensors", "flow.safetensors"):
+        verify(d / f)
     cfg = json.loads((d / "config.json").read_text())
     ae = autoencoder(config(**cfg["autoencoder"]))
     ae.load_state_dict(load_file(d / "autoencoder.safetensors"))

