@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from tokendyn import book, claims, diagnostics, experiments, glauber, stats
+from tokendyn import book, claims, diagnostics, experiments, glauber, stats, verdicts
 from tokendyn.checked import Checks
 
 torch.set_num_threads(1)
@@ -32,7 +32,7 @@ share = stats.wilson(int(r.coupled.sum()), len(r.coupled))
 live = {
     "coupling": (f"splade-tiny-mlm, n = 12, tau = 2: {int(r.coupled.sum())} of 8 pairs coupled within 300 steps "
                  f"({share.fmt('.2f')}); median coupling time {book.fmt(med, '.0f')}; first logit {float(logits[0, 1000]):.4f}\n"),
-    "claims": repr(claims.table([claims.finding(4, share, "reproduced" if share.value >= 0.5 else "not reproduced",
+    "claims": repr(claims.table([claims.finding(4, share, verdicts.proportion_above(int(r.coupled.sum()), 8, 0.25),
                                                 basis="8 pairs, n = 12")])) + "\n",
 }
 reference = json.loads(open(sys.argv[1]).read()) if sys.argv[1] != "-" else None

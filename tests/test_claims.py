@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from tokendyn import claims, results, stats
+from tokendyn import claims, results, stats, verdicts
 
 
 def test_wilson_matches_known_values():
@@ -36,27 +36,29 @@ def test_ratio_interval_floors_a_zero_denominator():
 
 def test_findings_are_checked_and_verdicts_computed():
     e = stats.Estimate(0.5, 0.45, 0.66, 64)
-    assert claims.in_range(e, 0.64, 0.80) == "reproduced"
-    assert claims.in_range(stats.Estimate(0.4, 0.3, 0.5, 64), 0.64, 0.80) == "not reproduced"
-    with pytest.raises(ValueError, match="verdict='maybe' is not allowed"):
-        claims.finding(1, e, "maybe")
+    v = verdicts.claim_1({"m": e}, zero_level=1e-6)
+    with pytest.raises(TypeError, match="never types a verdict"):
+        claims.finding(1, e, "reproduced")
     with pytest.raises(ValueError, match="claim=17 is not a claim number"):
-        claims.finding(17, e, "partly")
-    f = claims.finding(1, e, "reproduced", basis="64 rectangles")
+        claims.finding(17, e, v)
+    f = claims.finding(1, e, v, basis="64 rectangles")
     assert f.ours == "0.5 [0.45, 0.66]" and f.paper == "delta in [0.64, 0.80]"
+    assert (f.verdict, f.rule) == ("partly", "claim_1") and "outside [0.64, 0.8]" in f.reason
     assert len(claims.CLAIMS) == 16 and sorted(claims.CLAIMS) == list(range(1, 17))
 
 
 def test_scoreboard_gathers_every_claim_from_results(tmp_path):
-    f = claims.finding(2, "max 0 (exact)", "reproduced", basis="SmolLM2")
-    local = claims.finding("topics separate", "0.15 vs 0.01", "reproduced", paper_value="-")
+    f = claims.finding(2, "max 0 (exact)", verdicts.claim_2(0.0), basis="SmolLM2")
+    local = claims.finding("topics separate", "0.15 vs 0.01", verdicts.above(stats.Estimate(0.15, 0.13, 0.17, 60), 0),
+                           paper_value="-")
     results.save("02_rectangle_test", {}, params={}, seed=0, models=[], claims=[f, local], out_dir=tmp_path)
     board = claims.scoreboard(tmp_path)
     assert len(board.rows) == 16  # one row per claim here: only claim 2 was measured, once
     row2 = next(r for r in board.rows if r["id"] == "2")
-    assert row2["verdict"] == "reproduced" and row2["basis"].startswith("02_rectangle_test")
+    assert row2["verdict"] == "holds by construction" and row2["basis"].startswith("02_rectangle_test")
+    assert row2["rule"] == "claim_2" and 'href="appendix_rules.html#rule-claim_2"' in board._repr_html_()
     assert sum(r["verdict"] == "not yet measured" for r in board.rows) == 15
-    assert "tokendyn-verdict-reproduced" in board._repr_html_()
+    assert "tokendyn-verdict-holds-by-construction" in board._repr_html_()
     rec = json.loads((tmp_path / "02_rectangle_test.json").read_text())
     assert rec["claims"][1]["claim"] == "topics separate"
     assert "[2] An autoregressive" in repr(claims.table([f]))

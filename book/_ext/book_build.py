@@ -4,6 +4,9 @@
   chapters. ``make test`` uses it: nbval has just executed every chapter and checked that those
   outputs reproduce, so executing them again for the pages would double CI time. ``make book``
   leaves it unset and executes (with the jupyter-cache).
+- The ``tokendyn-rules`` directive becomes the book's page of verdict rules: every rule of
+  ``tokendyn.verdicts`` with its docstring, each under the anchor ``rule-<name>`` that the claims
+  tables and the scoreboard link to.
 - The ``tokendyn-scoreboard`` directive becomes the table of all sixteen claims, filled from the
   chapters' results JSON (``tokendyn.claims.scoreboard``) *after* every chapter has been read
   (and so executed), at ``doctree-resolved``. The page holding it is re-read on every build, so
@@ -12,8 +15,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -64,6 +69,34 @@ def _fill(app, doctree, docname) -> None:
         node.replace_self(nodes.raw("", board._repr_html_() + sources, format="html"))
 
 
+def _plain(doc: str) -> str:
+    """A docstring's reST markup as plain text: ``x`` and :func:`x` become x."""
+    doc = re.sub(r":\w+:`~?([^`]+)`", r"\1", doc)
+    return doc.replace("``", "")
+
+
+class RulesDirective(Directive):
+    has_content = False
+
+    def run(self):
+        import sys
+
+        sys.path.insert(0, str(ROOT / "lib"))
+        from tokendyn import verdicts
+
+        out = []
+        intro = _plain(inspect.getdoc(verdicts) or "")
+        for para in intro.split("\n\n")[1:]:
+            out.append(nodes.paragraph(text=" ".join(para.split())))
+        for name, fn in verdicts.RULES.items():
+            sec = nodes.section(ids=[f"rule-{name}"], names=[f"rule-{name}"])
+            sec += nodes.title(text=f"{name}{inspect.signature(fn)}".replace("'", ""))
+            for para in _plain(inspect.getdoc(fn) or "").split("\n\n"):
+                sec += nodes.paragraph(text=" ".join(para.split()))
+            out.append(sec)
+        return out
+
+
 def _always_reread(app, env, added, changed, removed):
     return [d for d in env.found_docs if _holds_scoreboard(env, d)]
 
@@ -87,6 +120,7 @@ def _execution_switch(app, config) -> None:
 def setup(app):
     app.add_node(scoreboard_node, html=(lambda self, node: None, lambda self, node: None))
     app.add_directive("tokendyn-scoreboard", ScoreboardDirective)
+    app.add_directive("tokendyn-rules", RulesDirective)
     app.connect("config-inited", _execution_switch, priority=100)
     app.connect("doctree-resolved", _fill)
     app.connect("env-get-outdated", _always_reread)

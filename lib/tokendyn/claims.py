@@ -2,9 +2,11 @@
 
 :data:`CLAIMS` numbers the sixteen claims of the two papers once, for every chapter and the
 scoreboard. A chapter measures some of them and states a :class:`Finding` for each: our number
-with its interval, what it rests on, and a verdict computed from that number. The findings go into
-the chapter's results JSON (:func:`tokendyn.results.save`), the chapter's "claims at a glance"
-table (:func:`table`) and the book's scoreboard (:func:`scoreboard`), so no verdict is typed twice.
+with its interval, what it rests on, and a verdict that a tested rule of :mod:`tokendyn.verdicts`
+computed from that number (a chapter never types one). The findings go into the chapter's results
+JSON (:func:`tokendyn.results.save`), the chapter's "claims at a glance" table (:func:`table`) and
+the book's scoreboard (:func:`scoreboard`), each with the rule's name linked to its docstring on
+the book's "Verdict rules" page.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .checks import check_choice
 from .stats import Estimate
+from .verdicts import WORDS, Verdict
 
-VERDICTS = ("reproduced", "partly", "not reproduced", "not yet measured")
+VERDICTS = WORDS
+RULES_PAGE = "appendix_rules.html"
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,8 @@ class Finding:
 
     ``claim`` is a number from :data:`CLAIMS`, or the text of a check local to the chapter (with
     ``paper_value`` then saying what is expected). ``ours`` is the number with its interval,
-    ``basis`` what it rests on (models, sample sizes), ``verdict`` one of :data:`VERDICTS`.
+    ``basis`` what it rests on (models, sample sizes), ``verdict`` one of :data:`VERDICTS`, and
+    ``rule`` / ``reason`` the :mod:`tokendyn.verdicts` rule that gave it and the comparison it made.
     """
 
     claim: int | str
@@ -74,6 +78,8 @@ class Finding:
     basis: str = ""
     paper_value: str = ""
     chapter: str = ""
+    rule: str = ""
+    reason: str = ""
 
     @property
     def text(self) -> str:
@@ -87,39 +93,40 @@ class Finding:
         return asdict(self)
 
 
-def finding(claim: int | str, ours: str | Estimate, verdict: str, *, basis: str = "",
+def finding(claim: int | str, ours: str | Estimate, verdict: Verdict, *, basis: str = "",
             paper_value: str = "", chapter: str = "") -> Finding:
-    """Check and build a :class:`Finding` (an :class:`Estimate` is formatted with its interval)."""
+    """Check and build a :class:`Finding` (an :class:`Estimate` is formatted with its interval).
+
+    ``verdict`` is what a rule of :mod:`tokendyn.verdicts` returned; a typed word is refused.
+    """
     if isinstance(claim, int) and claim not in CLAIMS:
         raise ValueError(f"claim={claim} is not a claim number: allowed 1..{len(CLAIMS)}")
     if not isinstance(claim, (int, str)) or isinstance(claim, bool):
         raise TypeError(f"claim must be a claim number or a text, got {claim!r}")
-    check_choice("verdict", verdict, VERDICTS)
+    if not isinstance(verdict, Verdict):
+        raise TypeError(f"verdict must be a tokendyn.verdicts.Verdict from a rule, got {verdict!r}: "
+                        "a chapter never types a verdict")
     text = ours.fmt() if isinstance(ours, Estimate) else str(ours)
-    return Finding(claim, text, verdict, basis, paper_value, chapter)
-
-
-def in_range(est: Estimate, lo: float, hi: float) -> str:
-    """Verdict for a numeric range claim: the interval meets the paper's range, or it does not."""
-    return "reproduced" if est.overlaps(lo, hi) else "not reproduced"
+    return Finding(claim, text, verdict.verdict, basis, paper_value, chapter, verdict.rule, verdict.reason)
 
 
 class Table:
     """A claims table that shows as HTML in the book and as aligned text in a checked output."""
 
-    columns = ("#", "claim", "paper", "ours [95% interval]", "rests on", "verdict")
+    columns = ("#", "claim", "paper", "ours [95% interval]", "rests on", "verdict", "rule")
 
     def __init__(self, rows: list[dict[str, str]]) -> None:
         self.rows = rows
 
     def _cells(self, r: dict[str, str]) -> list[str]:
-        return [r["id"], r["text"], r["paper"], r["ours"], r["basis"], r["verdict"]]
+        return [r["id"], r["text"], r["paper"], r["ours"], r["basis"]]
 
     def __repr__(self) -> str:
         lines = []
         for r in self.rows:
+            rule = f" (rule {r['rule']}: {r['reason']})" if r.get("rule") else ""
             lines.append(f"[{r['id']}] {r['text']}\n    paper: {r['paper']} | ours: {r['ours']}"
-                         f"{' (' + r['basis'] + ')' if r['basis'] else ''} | {r['verdict']}")
+                         f"{' (' + r['basis'] + ')' if r['basis'] else ''} | {r['verdict']}{rule}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -127,8 +134,11 @@ class Table:
         body = []
         for r in self.rows:
             cls = "tokendyn-verdict-" + r["verdict"].replace(" ", "-")
-            cells = [f"<td>{html.escape(v)}</td>" for v in self._cells(r)[:-1]]
+            cells = [f"<td>{html.escape(v)}</td>" for v in self._cells(r)]
             cells.append(f'<td class="{cls}"><strong>{html.escape(r["verdict"])}</strong></td>')
+            rule = r.get("rule", "")
+            cells.append(f'<td><a href="{RULES_PAGE}#rule-{html.escape(rule)}" title="{html.escape(r.get("reason", ""))}">'
+                         f"<code>{html.escape(rule)}</code></a></td>" if rule else "<td></td>")
             body.append("<tr>" + "".join(cells) + "</tr>")
         return (f'<table class="tokendyn-claims"><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(body)}</tbody></table>')
@@ -141,7 +151,7 @@ def _row(f: Finding | dict[str, Any]) -> dict[str, str]:
     return {"id": str(claim) if known else "-", "text": known.text if known else str(claim),
             "paper": d.get("paper_value") or (known.paper_value if known else ""),
             "ours": d["ours"], "basis": d.get("basis", ""), "verdict": d["verdict"],
-            "chapter": d.get("chapter", "")}
+            "chapter": d.get("chapter", ""), "rule": d.get("rule", ""), "reason": d.get("reason", "")}
 
 
 def table(findings: list[Finding]) -> Table:
@@ -171,5 +181,5 @@ def scoreboard(results_dir: str | Path) -> Table:
         if cid not in found:
             rows.append({"id": str(cid), "text": c.text, "paper": c.paper_value, "ours": "-",
                          "basis": f"no results from {c.chapter}", "verdict": "not yet measured",
-                         "chapter": c.chapter})
+                         "chapter": c.chapter, "rule": "", "reason": ""})
     return Table(rows)

@@ -1,8 +1,9 @@
 """The results convention: each chapter writes its key numbers to ``<results_dir>/<chapter>.json``.
 
 A record carries the numbers and everything needed to remake them: parameters, seed, model names,
-library and torch versions, device, dtype and threads, a hash of the passage pools (two machines
-with the same hash draw the same passages), and the time it was written. It also holds
+library and torch versions, the git commit of the checkout and whether its tracked files had
+uncommitted changes, device, dtype and threads, a hash of the passage pools (two machines with the
+same hash draw the same passages), and the time it was written. It also holds
 the chapter's findings on the papers' claims (:mod:`tokendyn.claims`), which the scoreboard reads.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import platform
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,27 @@ import torch
 from . import __version__
 from .jsonable import plain as _plain
 from .paths import results_dir
+
+
+def git_state(root: Path | None = None) -> dict[str, Any]:
+    """``{"git_commit": sha or None, "git_dirty": bool or None}`` of the checkout holding the library.
+
+    Dirty means a tracked file differs from the commit (untracked files do not count). Outside a
+    checkout, or without git, both are None: an installed copy cannot say which code made it.
+    """
+    from .paths import repo_root
+
+    root = root if root is not None else repo_root()
+    if root is None:
+        return {"git_commit": None, "git_dirty": None}
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=20, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"git_commit": None, "git_dirty": None}
+    return {"git_commit": sha or None, "git_dirty": bool(status.strip())}
 
 
 def provenance(params: dict[str, Any], seed: int | None, models: list[str],
@@ -43,6 +66,7 @@ def provenance(params: dict[str, Any], seed: int | None, models: list[str],
         "seed": seed,
         "models": list(models),
         "tokendyn_version": __version__,
+        **git_state(),
         "torch_version": torch.__version__,
         "python": platform.python_version(),
         **where,

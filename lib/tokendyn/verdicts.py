@@ -1,0 +1,496 @@
+"""The verdict rules: one tested function per claim of the two papers, and a few for the chapters' own checks.
+
+A chapter never types a verdict. It measures, then calls the rule that owns the claim; the rule
+returns a :class:`Verdict` (the word, the rule's name and the comparison it made), which
+:func:`tokendyn.claims.finding` records and the scoreboard shows with a link to this page.
+
+Shared conventions (each rule's docstring states its own thresholds, sample and statistic):
+
+- **On a range** (the paper reports ``[lo, hi]``), *reproduced* means our 95% interval lies inside
+  the range, or our point lies inside it with an interval narrower than the range
+  (:func:`inside`). A wider interval (a smaller sample) can only make that harder, never easier.
+  *Partly* is defined per claim.
+- **Holds by construction** is the verdict for an identity: a quantity that the definitions force,
+  so that measuring it tests our arithmetic, not the paper (the autoregressive rectangle delta, the
+  Arrhenius slope at the low-temperature limit, the commitment index of a sampler that commits or
+  cannot commit by its code). The rule still checks the number, and says *not reproduced* when the
+  arithmetic is wrong.
+- A verdict must not flip from one machine to the next (:mod:`tokendyn.checked`): thresholds sit
+  on statistics with intervals, and a chapter says in its text where one sits near its threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .stats import Estimate, wilson
+
+REPRODUCED, PARTLY, NOT = "reproduced", "partly", "not reproduced"
+BY_CONSTRUCTION = "holds by construction"
+NOT_MEASURED = "not yet measured"
+WORDS = (REPRODUCED, PARTLY, NOT, BY_CONSTRUCTION, NOT_MEASURED)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A rule's answer: ``verdict`` (one of :data:`WORDS`), the ``rule``'s name in this module, and
+    ``reason``, the comparison that decided it, in one line."""
+
+    verdict: str
+    rule: str
+    reason: str
+
+    def __str__(self) -> str:
+        return self.verdict
+
+
+def inside(est: Estimate, lo: float, hi: float) -> bool:
+    """The range rule: the interval lies in ``[lo, hi]``, or the point does with an interval
+    narrower than the range."""
+    if est.lo >= lo and est.hi <= hi:
+        return True
+    return lo <= est.value <= hi and (est.hi - est.lo) < (hi - lo)
+
+
+def _v(rule: str, verdict: str, reason: str) -> Verdict:
+    return Verdict(verdict, rule, reason)
+
+
+# --- Paper 1 ----------------------------------------------------------------------------------
+
+
+def claim_1(deltas: Mapping[str, Estimate], paper: tuple[float, float] = (0.64, 0.80), *,
+            zero_level: float) -> Verdict:
+    """Claim 1, MLM conditionals are incompatible with mean rectangle delta in [0.64, 0.80].
+
+    Statistic: each model's mean rectangle delta (model-drawn alternatives) with its bootstrap
+    95% interval over rectangles. *Reproduced*: every model :func:`inside` the paper's range.
+    *Partly*: every interval lies above ``zero_level`` (the float-rounding level of a compatible
+    model), so the conditionals are incompatible but not by the paper's amount. Else *not
+    reproduced*. No models: *not yet measured*.
+    """
+    if not deltas:
+        return _v("claim_1", NOT_MEASURED, "no model at or above the probe bar")
+    ins = {m: inside(e, *paper) for m, e in deltas.items()}
+    if all(ins.values()):
+        return _v("claim_1", REPRODUCED, f"every interval inside [{paper[0]}, {paper[1]}]")
+    above = all(e.lo > zero_level for e in deltas.values())
+    out = ", ".join(m for m, ok in ins.items() if not ok)
+    return _v("claim_1", PARTLY if above else NOT,
+              f"outside [{paper[0]}, {paper[1]}]: {out}; every interval above the rounding level: {above}")
+
+
+def claim_2(max_delta: float, tol: float = 1e-9) -> Verdict:
+    """Claim 2, an autoregressive LM's conditionals are compatible (delta = 0).
+
+    An identity: the four masked logits are differences of one joint log-probability, so the
+    rectangle sum telescopes to zero. *Holds by construction* when the measured maximum over the
+    rectangles is below ``tol`` (float32 logits summed in float64); otherwise *not reproduced*,
+    which would mean a bug in our arithmetic.
+    """
+    ok = max_delta < tol
+    return _v("claim_2", BY_CONSTRUCTION if ok else NOT,
+              f"max delta {'<' if ok else '>='} {tol:g}: the rectangle telescopes (an identity)")
+
+
+def claim_3(raw: Mapping[str, Estimate], n_params: Mapping[str, float], *, zero_level: float,
+            min_span: float = 7.0, slope: Estimate | None = None) -> Verdict:
+    """Claim 3, incompatibility persists across model size.
+
+    Statistic: each rung's mean raw delta with its 95% interval, and the span of parameter counts
+    (largest over smallest). *Reproduced*: every interval lies above ``zero_level`` over a span of
+    at least ``min_span`` (7x), and, when a ``slope`` of delta against log parameters is given,
+    its interval does not lie wholly below zero (delta does not fall with size beyond its noise).
+    *Partly*: every interval lies above ``zero_level`` but the span is shorter than ``min_span``,
+    so persistence is seen but not tested across size. Else *not reproduced*. Fewer than two
+    rungs: *not yet measured*. The absence of a significant fall over a short span is not a
+    finding.
+    """
+    if len(raw) < 2:
+        return _v("claim_3", NOT_MEASURED, f"{len(raw)} rung(s); the rule needs at least 2")
+    above = all(e.lo > zero_level for e in raw.values())
+    sizes = [n_params[m] for m in raw]
+    span = max(sizes) / min(sizes)
+    falls = slope is not None and slope.hi < 0
+    if not above:
+        return _v("claim_3", NOT, "a rung's interval reaches the rounding level")
+    if span >= min_span and not falls:
+        return _v("claim_3", REPRODUCED, f"above the rounding level over a {span:.1f}x span"
+                  + ("" if slope is None else f"; slope {slope.fmt('.2g')} not below 0"))
+    why = f"span {span:.1f}x < {min_span:g}x" if span < min_span else f"slope {slope.fmt('.2g')} below 0"
+    return _v("claim_3", PARTLY, f"above the rounding level at every rung, but {why}")
+
+
+def claim_4(C_top: Mapping[str, Estimate], n_lengths: int, *, shape_slope: Estimate | None = None,
+            min_lengths: int = 4, slope_range: tuple[float, float] = (0.75, 1.25)) -> Verdict:
+    """Claim 4, at high temperature coupling times scale as C(tau) n log n.
+
+    Statistics: each model's fitted C at the top temperature with its bootstrap interval, and
+    (when at least ``min_lengths`` lengths were run) the slope of log T against log(n ln n) with
+    its interval. *Reproduced*: every C finite and the slope :func:`inside` ``slope_range``
+    (0.75-1.25) from at least 4 lengths. *Partly*: every C finite (fast at high tau), but the
+    shape of the law is untested (fewer lengths) or the slope lies outside the range. *Not
+    reproduced*: a C is censored (the chains did not couple within the budget).
+    """
+    if not C_top:
+        return _v("claim_4", NOT_MEASURED, "no model")
+    finite = all(math.isfinite(e.value) and math.isfinite(e.hi) for e in C_top.values())
+    if not finite:
+        return _v("claim_4", NOT, "a C(tau) at the top temperature is censored")
+    if n_lengths < min_lengths or shape_slope is None:
+        return _v("claim_4", PARTLY, f"C finite; {n_lengths} lengths cannot test the n log n shape "
+                                     f"(the rule needs {min_lengths})")
+    ok = inside(shape_slope, *slope_range)
+    return _v("claim_4", REPRODUCED if ok else PARTLY,
+              f"slope of log T on log(n ln n) {shape_slope.fmt('.2f')} "
+              f"{'inside' if ok else 'outside'} {list(slope_range)} from {n_lengths} lengths")
+
+
+def claim_5(tau_star: Mapping[str, Sequence[Estimate]], rise: Mapping[str, float], *,
+            band: tuple[float, float] = (1.5, 2.0), rise_level: float = 0.975,
+            by_blowup: Mapping[float, Mapping[str, Sequence[Estimate]]] | None = None) -> Verdict:
+    """Claim 5, the slow-to-fast crossover tau* is about 1.5-2 and rises with n.
+
+    Statistics: each model's tau*(n) with its bootstrap interval over pairs (one per length), and
+    the share of bootstrap resamples in which tau* is higher at the largest length than at the
+    smallest. *Reproduced*: for every model some length's tau* is :func:`inside` the band, tau*
+    rises in at least ``rise_level`` (97.5%) of resamples, and, when ``by_blowup`` gives the same
+    estimates at other mixing thresholds, some length's tau* is inside the band at every one of
+    them (tau* belongs to the chain, not to the threshold). *Partly*: for every model some
+    interval meets the band, or tau* rises. Else *not reproduced*.
+    """
+    if not tau_star:
+        return _v("claim_5", NOT_MEASURED, "no model")
+    in_band = {m: any(inside(e, *band) for e in ts) for m, ts in tau_star.items()}
+    meets = {m: any(e.overlaps(*band) for e in ts) for m, ts in tau_star.items()}
+    rises = {m: rise.get(m, 0.0) >= rise_level for m in tau_star}
+    robust = by_blowup is None or all(any(inside(e, *band) for e in ts)
+                                      for alt in by_blowup.values() for ts in alt.values())
+    reason = (f"inside {list(band)}: {sum(in_band.values())} of {len(in_band)}; rises in >= {rise_level:.1%} "
+              f"of resamples: {sum(rises.values())} of {len(rises)}"
+              + ("" if by_blowup is None else f"; inside at every blowup {sorted(by_blowup)}: {robust}"))
+    if all(in_band.values()) and all(rises.values()) and robust:
+        return _v("claim_5", REPRODUCED, reason)
+    if all(meets[m] or rises[m] for m in tau_star):
+        return _v("claim_5", PARTLY, reason)
+    return _v("claim_5", NOT, reason)
+
+
+def claim_6(dwell_at_paper_tau: Mapping[str, Estimate], paper_tau: float = 0.5, *,
+            thousands: float = 1000.0, near: float = 100.0) -> Verdict:
+    """Claim 6, at low temperature metastable traps hold chains for thousands of steps.
+
+    Statistic: each model's median exact dwell 1/q of its perfect traps at the paper's low
+    temperature ``paper_tau`` (0.5), with a bootstrap interval over traps. (At a small enough tau
+    any perfect trap holds for thousands of steps, since 1/q grows like exp(margin / tau): that
+    alone is an identity, so the rule reads the paper's temperature.) *Reproduced*: every
+    model's interval lies at or above ``thousands`` (1,000 steps). *Partly*: every model's point
+    reaches ``near`` (100 steps, within an order of magnitude). Else *not reproduced*.
+    """
+    if not dwell_at_paper_tau:
+        return _v("claim_6", NOT_MEASURED, "no traps")
+    lo_ok = all(e.lo >= thousands for e in dwell_at_paper_tau.values())
+    near_ok = all(e.value >= near for e in dwell_at_paper_tau.values())
+    worst = min(e.value for e in dwell_at_paper_tau.values())
+    reason = f"median exact dwell at tau = {paper_tau:g}: smallest {worst:,.0f} steps (the rule: >= {thousands:,.0f})"
+    return _v("claim_6", REPRODUCED if lo_ok else PARTLY if near_ok else NOT, reason)
+
+
+def claim_7(fluent_share: Mapping[str, Estimate], n_approximate: int, n_repetition: int, *,
+            min_examples: int = 5, fluent_level: float = 0.5) -> Verdict:
+    """Claim 7, semantic basins: perfect traps, approximate traps and repetition basins.
+
+    Statistics: the share of each model's distinct perfect traps that read as fluent text, with
+    its Wilson interval; the number of chains held by approximate traps; the number of chains that
+    entered a repetition basin. *Reproduced*: some model's fluent share has its interval above
+    ``fluent_level`` (0.5), and both other kinds are seen in at least ``min_examples`` (5)
+    chains. *Partly*: every kind is seen at least once. Else *not reproduced*. One example of a
+    kind shows it exists, not that it is a basin chains fall into.
+    """
+    perfect = any(e.value > 0 for e in fluent_share.values())
+    fluent = any(e.lo > fluent_level for e in fluent_share.values())
+    reason = (f"fluent perfect traps above {fluent_level:g}: {fluent}; approximate traps in {n_approximate} chains, "
+              f"repetition basins in {n_repetition} (the rule: >= {min_examples} each)")
+    if fluent and n_approximate >= min_examples and n_repetition >= min_examples:
+        return _v("claim_7", REPRODUCED, reason)
+    if perfect and n_approximate > 0 and n_repetition > 0:
+        return _v("claim_7", PARTLY, reason)
+    return _v("claim_7", NOT, reason)
+
+
+def claim_8(excess_gated: Estimate, politics_fluent: Estimate | None, real_fluent: Estimate) -> Verdict:
+    """Claim 8, political content is a recurrent attractor.
+
+    Statistics: the excess of the chains' time in politics over the mean of the regions no chain
+    started in, with labels behind the "none of these" gate (argmax labels sink random text into
+    politics, so ungated labels do not count), bootstrap interval over chains; and the fluent
+    share of politics-labelled states against real snippets (Wilson). *Reproduced*: the gated
+    excess interval lies above 0 and the politics-labelled states are as fluent as real text
+    (their interval reaches the real one's lower end). *Partly*: the gated excess lies above 0.
+    Else *not reproduced*.
+    """
+    beats = excess_gated.lo > 0
+    fluent = politics_fluent is not None and politics_fluent.hi >= real_fluent.lo
+    reason = f"gated excess {excess_gated.fmt('+.2f')} above 0: {beats}; as fluent as real text: {fluent}"
+    return _v("claim_8", REPRODUCED if beats and fluent else PARTLY if beats else NOT, reason)
+
+
+# --- Paper 2 ----------------------------------------------------------------------------------
+
+
+def claim_9(spread: float, r2: float, *, max_spread: float = 0.25, good_r2: float = 0.8,
+            heldout_error: float | None = None, max_error: float = 0.05) -> Verdict:
+    """Claim 9, the tube law: terminal flips linear in s as s -> 0, one curve across K.
+
+    Statistics: the collapse spread (largest relative spread between the K curves against s(t0))
+    and the R^2 of a line through 0 for small s; optionally the mean |prediction - measurement|
+    of the tube-mass law with kappa fitted on other windows. *Reproduced*: spread below
+    ``max_spread`` (0.25) and R^2 above ``good_r2`` (0.8) (and a held-out error below
+    ``max_error``, 5 points, when given). *Partly*: one of the two. Else *not reproduced*.
+    """
+    collapse, linear = spread < max_spread, r2 > good_r2
+    held = heldout_error is None or heldout_error < max_error
+    reason = (f"spread {spread:.2f} (< {max_spread:g}: {collapse}); R^2 {r2:.2f} (> {good_r2:g}: {linear})"
+              + ("" if heldout_error is None else f"; held-out error {heldout_error:.3f} (< {max_error:g}: {held})"))
+    if collapse and linear and held:
+        return _v("claim_9", REPRODUCED, reason)
+    return _v("claim_9", PARTLY if collapse or linear else NOT, reason)
+
+
+def claim_10(ratios: Mapping[int, Estimate], paper: tuple[float, float] = (10.0, 33.0)) -> Verdict:
+    """Claim 10, the structured residual flips 10-33x more tokens than an isotropic one of its norm.
+
+    Statistic: the structured/isotropic flip ratio at each K (4, 8, 16) with its bootstrap
+    interval over windows. *Reproduced*: every K :func:`inside` the range. *Partly*: some K's
+    interval meets it. Else *not reproduced*.
+    """
+    if not ratios:
+        return _v("claim_10", NOT_MEASURED, "no K")
+    ins = [k for k, e in ratios.items() if inside(e, *paper)]
+    meets = [k for k, e in ratios.items() if e.overlaps(*paper)]
+    reason = f"inside {list(paper)}: K = {ins or 'none'}; meeting it: K = {meets or 'none'}"
+    return _v("claim_10", REPRODUCED if len(ins) == len(ratios) else PARTLY if meets else NOT, reason)
+
+
+def claim_11(rates: Mapping[int, Estimate], paper: tuple[float, float] = (0.12, 0.41)) -> Verdict:
+    """Claim 11, the oracle roll-in's terminal flip rate is 12-41% at K = 4, 8, 16.
+
+    Statistic: the terminal flip rate at each K with its bootstrap interval over windows.
+    *Reproduced*: every K :func:`inside` the range. *Partly*: some K's interval meets it. Else
+    *not reproduced*.
+    """
+    if not rates:
+        return _v("claim_11", NOT_MEASURED, "no K")
+    ins = [k for k, e in rates.items() if inside(e, *paper)]
+    meets = [k for k, e in rates.items() if e.overlaps(*paper)]
+    reason = f"inside {paper[0]:.0%}-{paper[1]:.0%}: K = {ins or 'none'}; meeting it: K = {meets or 'none'}"
+    return _v("claim_11", REPRODUCED if len(ins) == len(rates) else PARTLY if meets else NOT, reason)
+
+
+def claim_12(image: Mapping[str, Estimate], text: Mapping[str, Estimate], *, image_band: float = 3.0,
+             paper_low: float = 500.0, hundreds: float = 100.0) -> Verdict:
+    """Claim 12, DABI of image decoders is about 1 and of text decoders 5e2 to > 1e5.
+
+    Statistic: each decoder's DABI at the reference norm with its bootstrap interval. *Reproduced*:
+    every image interval starts below ``image_band`` (3) and every text interval lies at or above
+    ``paper_low`` (500). *Partly*: images below ``image_band``, every text interval above every
+    image interval, and some text decoder reaching ``hundreds`` (its upper end at or above 100).
+    Else *not reproduced*.
+    """
+    if not image or not text:
+        return _v("claim_12", NOT_MEASURED, "needs image and text decoders")
+    img_ok = all(e.lo < image_band for e in image.values())
+    above = all(t.lo > max(i.hi for i in image.values()) for t in text.values())
+    high = [n for n, e in text.items() if e.lo >= paper_low]
+    some = [n for n, e in text.items() if e.hi >= hundreds]
+    reason = (f"images below {image_band:g}: {img_ok}; every text decoder above the images: {above}; "
+              f"at or above {paper_low:g}: {', '.join(high) or 'none'}")
+    if img_ok and len(high) == len(text):
+        return _v("claim_12", REPRODUCED, reason)
+    return _v("claim_12", PARTLY if img_ok and above and some else NOT, reason)
+
+
+def claim_13(collapses: Mapping[str, bool], more_repetition: Mapping[str, bool]) -> Verdict:
+    """Claim 13, removing hard commitment collapses AR and masked-diffusion generation.
+
+    Statistics, per generator (committed against ablated, intervals over groups of sequences):
+    ``collapses`` is True when the ablated judge perplexity's interval lies above twice the
+    committed one's; ``more_repetition`` when the ablated repetition interval lies above the
+    committed one. *Reproduced*: every generator collapses and repeats more. *Partly*: some
+    generator collapses. Else *not reproduced*.
+    """
+    if not collapses:
+        return _v("claim_13", NOT_MEASURED, "no generator")
+    reason = (f"perplexity at least doubles: {sum(collapses.values())} of {len(collapses)}; "
+              f"repetition up: {sum(more_repetition.values())} of {len(more_repetition)}")
+    if all(collapses.values()) and all(more_repetition.values()):
+        return _v("claim_13", REPRODUCED, reason)
+    return _v("claim_13", PARTLY if any(collapses.values()) else NOT, reason)
+
+
+def claim_14(ode_ppl: Estimate, sde_ppl: Estimate, ode_entropy: Estimate, sde_entropy: Estimate, *,
+             entropy_slack: float = 0.1) -> Verdict:
+    """Claim 14, stochastic re-injection: the SDE beats the deterministic ODE at K = 4.
+
+    Statistics: judge perplexity (bootstrap over texts) and unigram entropy (interval over seeds)
+    of both samplers. *Reproduced*: the SDE's perplexity interval lies below the ODE's and its
+    entropy is not more than ``entropy_slack`` (0.1 nats) below the ODE's (a lower perplexity
+    bought with fewer distinct tokens is not a better text). *Partly*: the perplexity intervals
+    separate but the entropy falls. Else *not reproduced*.
+    """
+    wins = sde_ppl.hi < ode_ppl.lo
+    keeps = sde_entropy.value >= ode_entropy.value - entropy_slack
+    reason = f"SDE perplexity below the ODE's (intervals apart): {wins}; entropy kept within {entropy_slack:g} nats: {keeps}"
+    return _v("claim_14", REPRODUCED if wins and keeps else PARTLY if wins else NOT, reason)
+
+
+def claim_15(flips: Mapping[str, float], control: Estimate, upper: Mapping[str, float],
+             shipped: float) -> Verdict:
+    """Claim 15, decoder interventions do not recover flipped tokens.
+
+    Statistics: each intervention's K = 4 terminal flip rate (``flips``, the upper end of its
+    interval in ``upper``) against a control retrained with plain cross-entropy for the same steps
+    (its interval ``control``). *Reproduced*: no intervention's interval lies below the control's.
+    *Partly*: some does, but none halves the shipped readout's rate. *Not reproduced*: an
+    intervention halves it.
+    """
+    if not flips:
+        return _v("claim_15", NOT_MEASURED, "no intervention")
+    recovered = [n for n in flips if upper[n] < control.lo]
+    halved = [n for n, f in flips.items() if f < shipped / 2]
+    reason = f"below the control's interval: {', '.join(recovered) or 'none'}; halving the flips: {', '.join(halved) or 'none'}"
+    return _v("claim_15", NOT if halved else PARTLY if recovered else REPRODUCED, reason)
+
+
+def claim_16(cci: Mapping[str, float], expected: Mapping[str, float], by_construction: Mapping[str, bool]) -> Verdict:
+    """Claim 16, CCI is 0 for a continuous flow and 1 for autoregressive and masked diffusion.
+
+    Statistic: each sampler's CCI from its own recorded trajectory, against the paper's value in
+    ``expected``. A flow makes no discrete selection and our AR and masked-diffusion samplers
+    never revise a chosen token, so for them the value is fixed by the code: where every compared
+    sampler is ``by_construction`` the verdict is *holds by construction*. A sampler that can
+    revise (Glauber, a remasking diffusion) is a measurement that could fail. Any mismatch: *not
+    reproduced*.
+    """
+    wrong = [n for n, v in expected.items() if abs(cci.get(n, math.nan) - v) > 1e-9 or math.isnan(cci.get(n, math.nan))]
+    if wrong:
+        return _v("claim_16", NOT, f"CCI differs from the paper's: {', '.join(wrong)}")
+    if all(by_construction.get(n, False) for n in expected):
+        return _v("claim_16", BY_CONSTRUCTION, "every compared sampler commits (or cannot) by its code")
+    return _v("claim_16", REPRODUCED, "measured from trajectories of samplers that could revise")
+
+
+# --- The chapters' own checks -------------------------------------------------------------------
+
+
+def above(est: Estimate, level: float) -> Verdict:
+    """An effect that should be positive: *reproduced* when the interval lies above ``level``."""
+    ok = est.lo > level
+    return _v("above", REPRODUCED if ok else NOT, f"interval {'above' if ok else 'reaches'} {level:g}")
+
+
+def proportion_above(k: int, n: int, level: float) -> Verdict:
+    """A rate that should beat chance: *reproduced* when the Wilson interval of ``k / n`` lies above ``level``."""
+    return above(wilson(k, n), level)
+
+
+def exact_match(ok: bool, what: str) -> Verdict:
+    """Our code against an exact answer (an exact toy, a known law): *reproduced* when it matches
+    within the stated tolerance, *not reproduced* otherwise. ``what`` names the test."""
+    return _v("exact_match", REPRODUCED if ok else NOT, what)
+
+
+def identity(value: float, tol: float, what: str) -> Verdict:
+    """A quantity the definitions force (DABI of the identity decoder is 1, delta of a compatible
+    model is 0): *holds by construction* when ``|value| < tol``, else *not reproduced* (a bug)."""
+    ok = abs(value) < tol
+    return _v("identity", BY_CONSTRUCTION if ok else NOT, f"{what}: {'<' if ok else '>='} {tol:g}")
+
+
+def push_flips(k_structured: int, k_isotropic: int, n: int, paper: tuple[float, float] = (0.47, 0.77), *,
+               iso_level: float = 0.05, factor: float = 10.0) -> Verdict:
+    """A small structured push flips 47-77% of tokens, isotropic noise of its norm about 0%.
+
+    Statistics: the flipped counts of ``n`` tokens under each push (Wilson intervals).
+    *Reproduced*: the structured rate :func:`inside` the paper's range and the isotropic interval
+    below ``iso_level`` (5%). *Partly*: the structured interval lies above ``factor`` (10) times
+    the isotropic rate's upper end. Else *not reproduced*.
+    """
+    s, i = wilson(k_structured, n), wilson(k_isotropic, n)
+    reason = f"structured {s.fmt(pct=True)}, isotropic {i.fmt(pct=True)} of {n}"
+    if inside(s, *paper) and i.hi < iso_level:
+        return _v("push_flips", REPRODUCED, reason)
+    return _v("push_flips", PARTLY if s.lo > factor * i.hi else NOT, reason)
+
+
+def all_above(estimates: Mapping[str, Estimate], level: float) -> Verdict:
+    """Every model's effect should be positive: *reproduced* when every interval lies above ``level``."""
+    if not estimates:
+        return _v("all_above", NOT_MEASURED, "no model")
+    low = [m for m, e in estimates.items() if e.lo <= level]
+    return _v("all_above", NOT if low else REPRODUCED,
+              f"intervals reaching {level:g}: {', '.join(low) or 'none'}")
+
+
+def greater(a: float, b: float, what: str) -> Verdict:
+    """One paired comparison with no sample behind it: *reproduced* when ``a > b``. ``what`` says
+    what is compared; a single comparison carries no interval, and the chapter says so."""
+    return _v("greater", REPRODUCED if a > b else NOT, f"{what}: {a:.3g} {'>' if a > b else '<='} {b:.3g} (one comparison)")
+
+
+def paired_differences(diffs: Mapping[float, Estimate]) -> Verdict:
+    """An effect measured as paired differences at several settings: *reproduced* when every
+    interval lies above 0, *partly* when some does, else *not reproduced*."""
+    pos = [k for k, d in diffs.items() if d.lo > 0]
+    verdict = REPRODUCED if diffs and len(pos) == len(diffs) else PARTLY if pos else NOT
+    return _v("paired_differences", verdict, f"above 0 at {pos or 'none'} of {sorted(diffs)}")
+
+
+def dobrushin_crossing(crosses: Mapping[str, bool]) -> Verdict:
+    """A sampled lower bound on Dobrushin's alpha falls through 1 at high temperature.
+
+    alpha(tau) -> 0 as tau -> infinity for any model (the conditionals flatten), so a crossing on
+    a wide enough grid is forced: *holds by construction* when every model crosses inside the
+    grid; where it does is reported, not scored. A resampled maximum is at most the full one, so
+    the bound's interval cannot exceed its point either. No crossing on the grid: *not yet
+    measured* (widen it).
+    """
+    if not crosses or not all(crosses.values()):
+        return _v("dobrushin_crossing", NOT_MEASURED, "some model stays above 1 on the grid")
+    return _v("dobrushin_crossing", BY_CONSTRUCTION, "alpha -> 0 as tau -> infinity forces a crossing")
+
+
+def arrhenius_limit(slope_over_limit: float, tol: float = 0.2) -> Verdict:
+    """The fitted Arrhenius slope of log q against 1/tau equals minus the smallest margin.
+
+    As tau -> 0 the leave probability of a perfect trap is dominated by its smallest-margin site,
+    log q -> -m / tau, by the softmax alone: *holds by construction* when the median ratio of the
+    fitted slope to -m is within ``tol`` (0.2) of 1 on the coldest grid; otherwise *not
+    reproduced* (the grid is not cold enough, or the fit is wrong).
+    """
+    ok = abs(slope_over_limit - 1) <= tol
+    return _v("arrhenius_limit", BY_CONSTRUCTION if ok else NOT,
+              f"median slope / (-m) {slope_over_limit:.2f} ({'within' if ok else 'outside'} {tol:g} of 1)")
+
+
+def stiffness_scaling(sqrt_ratio_range: tuple[float, float], line_slope: float, *, max_spread: float = 1.5,
+                      min_line_slope: float = 0.9) -> Verdict:
+    """Theorem 6's stiffness Theta(sqrt(log M)) at dimension Omega(log M), and Theorem 5's line.
+
+    Statistics: the range of S / sqrt(ln M) over M >= 64 (Monte Carlo) and the log-log slope of
+    the line's exact interface energy against M. *Reproduced*: the range's max is within
+    ``max_spread`` (1.5x) of its min and the line's slope exceeds ``min_line_slope`` (0.9).
+    Else *not reproduced*.
+    """
+    lo, hi = sqrt_ratio_range
+    ok = hi < max_spread * lo and line_slope > min_line_slope
+    return _v("stiffness_scaling", REPRODUCED if ok else NOT,
+              f"S/sqrt(ln M) in [{lo:.2f}, {hi:.2f}] (max/min < {max_spread:g}); line slope {line_slope:.2f} (> {min_line_slope:g})")
+
+
+RULES = {name: fn for name, fn in globals().items()
+         if callable(fn) and getattr(fn, "__module__", None) == __name__ and not name.startswith("_")
+         and name not in ("Verdict", "inside")}
+"""Every rule by name: what the scoreboard links to."""

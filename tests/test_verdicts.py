@@ -1,0 +1,170 @@
+"""Every verdict rule gives each of its verdicts on constructed inputs, and a smaller sample never
+turns a 'not reproduced' into a 'reproduced'."""
+
+import math
+
+import pytest
+
+from tokendyn import verdicts as V
+from tokendyn.stats import Estimate
+
+R, P, N, C, M = V.REPRODUCED, V.PARTLY, V.NOT, V.BY_CONSTRUCTION, V.NOT_MEASURED
+
+
+def E(value, lo, hi, n=64):
+    return Estimate(value, lo, hi, n)
+
+
+def widen(e: Estimate, k: float) -> Estimate:
+    """The same point with an interval k times as wide (a sample about k^2 times smaller)."""
+    return Estimate(e.value, e.value - k * (e.value - e.lo), e.value + k * (e.hi - e.value), max(1, int(e.n / k ** 2)))
+
+
+def test_inside_is_the_range_rule():
+    assert V.inside(E(0.7, 0.66, 0.75), 0.64, 0.80)
+    assert V.inside(E(0.7, 0.62, 0.77), 0.64, 0.80)       # point inside, interval narrower than the range
+    assert not V.inside(E(0.7, 0.5, 0.9), 0.64, 0.80)     # point inside, interval wider: not enough
+    assert not V.inside(E(0.6, 0.55, 0.65), 0.64, 0.80)   # merely touching is not inside
+
+
+def test_claim_1():
+    assert V.claim_1({"a": E(0.7, 0.66, 0.75)}, zero_level=1e-6).verdict == R
+    assert V.claim_1({"a": E(0.45, 0.39, 0.51)}, zero_level=1e-6).verdict == P
+    assert V.claim_1({"a": E(0.01, 0.0, 0.02)}, zero_level=1e-6).verdict == N
+    assert V.claim_1({}, zero_level=1e-6).verdict == M
+    assert V.claim_1({"a": E(0.45, 0.39, 0.51)}, zero_level=1e-6).rule == "claim_1"
+
+
+def test_claim_2_is_an_identity():
+    assert V.claim_2(3e-12).verdict == C
+    assert V.claim_2(1e-3).verdict == N
+
+
+def test_claim_3_needs_a_span():
+    raw = {"a": E(0.4, 0.33, 0.48), "b": E(0.45, 0.39, 0.51)}
+    assert V.claim_3(raw, {"a": 15.6e6, "b": 19.2e6}, zero_level=1e-6).verdict == P   # 1.2x: not tested
+    assert V.claim_3(raw, {"a": 15.6e6, "b": 110e6}, zero_level=1e-6).verdict == R
+    assert V.claim_3(raw, {"a": 15.6e6, "b": 110e6}, zero_level=1e-6, slope=E(-0.2, -0.3, -0.1)).verdict == P
+    assert V.claim_3({"a": E(0.1, 0.0, 0.2), "b": raw["b"]}, {"a": 1, "b": 10}, zero_level=1e-6).verdict == N
+    assert V.claim_3({"a": raw["a"]}, {"a": 1}, zero_level=1e-6).verdict == M
+
+
+def test_claim_4():
+    c = {"m": E(1.55, 1.37, 1.78)}
+    assert V.claim_4(c, 2).verdict == P
+    assert V.claim_4(c, 4, shape_slope=E(1.0, 0.9, 1.1)).verdict == R
+    assert V.claim_4(c, 4, shape_slope=E(1.6, 1.4, 1.8)).verdict == P
+    assert V.claim_4({"m": E(math.inf, 2.0, math.inf)}, 4).verdict == N
+
+
+def test_claim_5():
+    good = {"m": [E(1.75, 1.6, 1.9), E(2.0, 1.9, 2.0)]}
+    assert V.claim_5(good, {"m": 0.99}).verdict == R
+    assert V.claim_5(good, {"m": 0.5}).verdict == P
+    assert V.claim_5({"m": [E(2, 2, 3)]}, {"m": 0.06}).verdict == P     # meets the band only
+    assert V.claim_5({"m": [E(4, 3.5, 5)]}, {"m": 0.06}).verdict == N
+    # tau* set by the mixing threshold: another blowup moves it out of the band
+    assert V.claim_5(good, {"m": 0.99}, by_blowup={2.0: {"m": [E(3, 3, 3.5)]}}).verdict == P
+
+
+def test_claim_6_reads_the_papers_temperature():
+    assert V.claim_6({"m": E(5000, 2000, 9000)}).verdict == R
+    assert V.claim_6({"m": E(300, 90, 900)}).verdict == P
+    assert V.claim_6({"m": E(6.4, 4.0, 9.0)}).verdict == N
+
+
+def test_claim_7():
+    f = {"m": E(0.88, 0.66, 0.97)}
+    assert V.claim_7(f, 5, 9).verdict == R
+    assert V.claim_7(f, 3, 9).verdict == P        # one or three examples show a kind exists, not a basin
+    assert V.claim_7(f, 0, 9).verdict == N
+
+
+def test_claim_8_counts_only_gated_labels():
+    real = E(0.95, 0.76, 0.99)
+    assert V.claim_8(E(0.2, 0.1, 0.3), E(0.9, 0.7, 0.97), real).verdict == R
+    assert V.claim_8(E(0.2, 0.1, 0.3), E(0.15, 0.05, 0.36), real).verdict == P
+    assert V.claim_8(E(0.05, -0.05, 0.15), E(0.9, 0.7, 0.97), real).verdict == N
+
+
+def test_claim_9():
+    assert V.claim_9(0.1, 0.95).verdict == R
+    assert V.claim_9(0.5, 0.96).verdict == P
+    assert V.claim_9(0.1, 0.95, heldout_error=0.2).verdict == P
+    assert V.claim_9(0.5, 0.3).verdict == N
+
+
+def test_claims_10_and_11():
+    assert V.claim_10({4: E(20, 15, 25), 8: E(22, 18, 28)}).verdict == R
+    assert V.claim_10({4: E(8, 6, 11), 8: E(2, 1.5, 2.5)}).verdict == P
+    assert V.claim_10({4: E(2.6, 2.4, 2.8)}).verdict == N
+    assert V.claim_11({4: E(0.3, 0.28, 0.32)}).verdict == R
+    assert V.claim_11({4: E(0.115, 0.10, 0.125), 8: E(0.04, 0.03, 0.05)}).verdict == P
+    assert V.claim_11({4: E(0.110, 0.103, 0.116)}).verdict == N
+
+
+def test_claim_12():
+    img = {"digits": E(1.2, 1.1, 1.2)}
+    assert V.claim_12(img, {"t": E(900, 600, 1200)}).verdict == R
+    assert V.claim_12(img, {"t": E(420, 380, 480)}).verdict == P
+    assert V.claim_12(img, {"t": E(1.1, 1.0, 1.3)}).verdict == N
+
+
+def test_claims_13_to_16():
+    assert V.claim_13({"a": True, "b": True}, {"a": True, "b": True}).verdict == R
+    assert V.claim_13({"a": True, "b": False}, {"a": False, "b": False}).verdict == P
+    assert V.claim_13({"a": False}, {"a": False}).verdict == N
+    ode, sde = E(520, 440, 610), E(300, 270, 340)
+    assert V.claim_14(ode, sde, E(3.5, 3.4, 3.6), E(3.45, 3.3, 3.6)).verdict == R
+    assert V.claim_14(ode, sde, E(3.5, 3.4, 3.6), E(2.9, 2.8, 3.0)).verdict == P
+    assert V.claim_14(sde, ode, E(3.5, 3.4, 3.6), E(3.5, 3.4, 3.6)).verdict == N
+    ctl = E(0.103, 0.097, 0.109)
+    assert V.claim_15({"x": 0.11}, ctl, {"x": 0.118}, 0.11).verdict == R
+    assert V.claim_15({"x": 0.08}, ctl, {"x": 0.09}, 0.11).verdict == P
+    assert V.claim_15({"x": 0.04}, ctl, {"x": 0.05}, 0.11).verdict == N
+    exp = {"flow": 0.0, "ar": 1.0}
+    assert V.claim_16({"flow": 0.0, "ar": 1.0}, exp, {"flow": True, "ar": True}).verdict == C
+    assert V.claim_16({"flow": 0.0, "ar": 1.0}, exp, {"flow": True, "ar": False}).verdict == R
+    assert V.claim_16({"flow": 0.2, "ar": 1.0}, exp, {"flow": True, "ar": True}).verdict == N
+
+
+def test_chapter_checks():
+    assert V.above(E(0.15, 0.13, 0.17), 0).verdict == R and V.above(E(0.1, -0.1, 0.3), 0).verdict == N
+    assert V.proportion_above(18, 48, 0.05).verdict == R and V.proportion_above(1, 48, 0.05).verdict == N
+    assert V.all_above({"a": E(1, 0.5, 1.5)}, 0).verdict == R and V.all_above({"a": E(1, -0.5, 1.5)}, 0).verdict == N
+    assert V.greater(2, 1, "x").verdict == R and V.greater(1, 2, "x").verdict == N
+    assert V.paired_differences({1: E(0.1, 0.04, 0.18), 0.7: E(-0.06, -0.16, 0.0)}).verdict == P
+    assert V.identity(1e-14, 1e-12, "x").verdict == C and V.identity(1e-3, 1e-12, "x").verdict == N
+    assert V.exact_match(True, "x").verdict == R and V.exact_match(False, "x").verdict == N
+    assert V.dobrushin_crossing({"a": True}).verdict == C and V.dobrushin_crossing({"a": False}).verdict == M
+    assert V.arrhenius_limit(1.01).verdict == C and V.arrhenius_limit(0.6).verdict == N
+    assert V.stiffness_scaling((0.85, 0.94), 1.03).verdict == R and V.stiffness_scaling((0.5, 1.2), 1.03).verdict == N
+    assert V.push_flips(300, 0, 512).verdict == R        # 59% vs 0%
+    assert V.push_flips(156, 4, 512).verdict == P        # 30% vs 1%
+    assert V.push_flips(7, 4, 512).verdict == N
+
+
+RANGE_RULES = [
+    lambda e: V.claim_1({"a": e}, zero_level=0.3),
+    lambda e: V.claim_10({4: e}),
+    lambda e: V.claim_11({4: e}),
+    lambda e: V.claim_6({"m": e}),
+    lambda e: V.above(e, 0.5),
+]
+
+
+@pytest.mark.parametrize("rule", RANGE_RULES)
+@pytest.mark.parametrize("point", [0.05, 0.2, 0.5, 0.7, 0.75, 12.0, 20.0, 40.0, 150.0, 1500.0])
+@pytest.mark.parametrize("half", [0.01, 0.05, 0.2, 2.0])
+def test_a_smaller_sample_never_turns_not_reproduced_into_reproduced(rule, point, half):
+    e = E(point, point - half * point, point + half * point, 256)
+    before = rule(e).verdict
+    for k in (1.5, 2, 4, 10):
+        after = rule(widen(e, k)).verdict
+        assert not (before == N and after == R), (before, after)
+        assert not (before != R and after == R), (before, after)
+
+
+def test_every_rule_documents_its_statistic():
+    for name, fn in V.RULES.items():
+        assert fn.__doc__ and len(fn.__doc__.split()) >= 12, name
