@@ -301,10 +301,22 @@ def test_scoreboard_lists_every_claim_and_chapters_open_with_theirs(built, brows
         ids = visit.page.eval_on_selector_all("table.tokendyn-claims tbody tr td:first-child",
                                               "tds => tds.map(t => t.textContent.trim())")
         assert set(ids) == {str(k) for k in range(1, 17)}, f"scoreboard claim ids: {sorted(set(ids))}"
-        verdicts = visit.page.eval_on_selector_all("table.tokendyn-claims tbody tr td:last-child",
+        verdicts = visit.page.eval_on_selector_all("table.tokendyn-claims tbody tr td:nth-child(6)",
                                                    "tds => tds.map(t => t.textContent.trim())")
         measured = [v for v in verdicts if v != "not yet measured"]
         assert measured, "no chapter's results reached the scoreboard"
+        # every measured verdict names the rule that gave it, linked to its text on the rules page
+        rules = visit.page.eval_on_selector_all("table.tokendyn-claims tbody tr td:nth-child(7)",
+                                                "tds => tds.map(t => [t.textContent.trim(), t.querySelector('a') ? t.querySelector('a').getAttribute('href') : ''])")
+        for v, (rule, href) in zip(verdicts, rules):
+            if v != "not yet measured":
+                assert rule and href == f"appendix_rules.html#rule-{rule}", (v, rule, href)
+    finally:
+        visit.close()
+    visit = Visit(browser, request, "file", HTML / "book" / "appendix_rules.html")
+    try:
+        for rule in {r for r, _ in rules if r}:
+            assert visit.page.locator(f"section#rule-{rule}").count() == 1, f"no section for rule {rule}"
     finally:
         visit.close()
     for doc in [d for d in _toc_files() if Path(d).name[:2].isdigit()]:
@@ -319,3 +331,32 @@ def test_scoreboard_lists_every_claim_and_chapters_open_with_theirs(built, brows
             assert all(c.startswith("Figure ") and len(c) > 40 for c in captions), f"{doc}: {captions}"
         finally:
             visit.close()
+
+
+ROWS = """sel => [...document.querySelectorAll(sel + ' tbody tr')].map(tr =>
+  [...tr.querySelectorAll('td')].map(td => td.textContent.trim()))"""
+
+
+def test_scoreboard_rows_equal_the_chapters_own_rows(built, browser, request):
+    """One run behind every page: each claim's row on the scoreboard has the same number and
+    verdict as the claims table on the page of the chapter that measured it."""
+    visit = Visit(browser, request, "file", HTML / "book" / "scoreboard.html")
+    try:
+        board = visit.page.evaluate(ROWS, "table.tokendyn-claims")
+    finally:
+        visit.close()
+    measured = [r for r in board if r[5] != "not yet measured"]
+    assert measured
+    chapters: dict[str, list[list[str]]] = {}
+    for r in measured:
+        chapter = r[4].split(":", 1)[0]
+        if chapter not in chapters:
+            visit = Visit(browser, request, "file", HTML / "book" / f"{chapter}.html")
+            try:
+                chapters[chapter] = visit.page.evaluate(ROWS, "#claims-at-a-glance table.tokendyn-claims")
+            finally:
+                visit.close()
+        own = [c for c in chapters[chapter] if c[0] == r[0]]
+        assert own, f"claim {r[0]}: no row on {chapter}'s page"
+        assert [own[0][3], own[0][5], own[0][6]] == [r[3], r[5], r[6]], (
+            f"claim {r[0]}: scoreboard {r[3]!r} {r[5]!r} against {chapter}'s {own[0][3]!r} {own[0][5]!r}")

@@ -4,12 +4,15 @@
   chapters. ``make test`` uses it: nbval has just executed every chapter and checked that those
   outputs reproduce, so executing them again for the pages would double CI time. ``make book``
   leaves it unset and executes (with the jupyter-cache).
+- nbval's ``# NBVAL_CHECK_OUTPUT`` markers are for CI, not readers: they are stripped from the
+  rendered cell sources.
 - The ``tokendyn-rules`` directive becomes the book's page of verdict rules: every rule of
   ``tokendyn.verdicts`` with its docstring, each under the anchor ``rule-<name>`` that the claims
   tables and the scoreboard link to.
 - The ``tokendyn-scoreboard`` directive becomes the table of all sixteen claims, filled from the
-  chapters' results JSON (``tokendyn.claims.scoreboard``) *after* every chapter has been read
-  (and so executed), at ``doctree-resolved``. The page holding it is re-read on every build, so
+  results records stored in the executed chapter notebooks (``tokendyn.results.notebook_records``,
+  ``tokendyn.claims.scoreboard_from``), so it shows the very run the chapter pages show, *after*
+  every chapter has been read (and so executed), at ``doctree-resolved``. The page holding it is re-read on every build, so
   it can never show older results than the files on disk.
 """
 
@@ -43,6 +46,28 @@ def _results_dir() -> Path:
     return Path(env) if env else ROOT / "_build" / "results"
 
 
+def _shown(app, nb: Path) -> Path:
+    """The notebook a chapter page was rendered from: the one myst-nb wrote to ``jupyter_execute``
+    in this build (executed, or the committed outputs when execution is off), else the source."""
+    done = Path(app.outdir).parent / "jupyter_execute" / nb.relative_to(ROOT)
+    return done if done.is_file() and done.stat().st_mtime >= nb.stat().st_mtime else nb
+
+
+def _records(app) -> tuple[list[dict], str]:
+    """The results records the pages show: those stored in each chapter notebook as rendered
+    (``tokendyn.results.notebook_records``), so the scoreboard and the chapters come from one run.
+    Without any, the JSON files of ``_build/results``."""
+    from tokendyn import results
+
+    records = [r for nb in sorted((ROOT / "book").glob("*.ipynb")) for r in results.notebook_records(_shown(app, nb))]
+    if records:
+        return records, "the executed chapter notebooks (the outputs these pages show)"
+    out = _results_dir()
+    records = [json.loads(f.read_text()) | {"chapter": json.loads(f.read_text()).get("chapter", f.stem)}
+               for f in sorted(out.glob("*.json"))]
+    return records, "<code>_build/results/</code>"
+
+
 def _fill(app, doctree, docname) -> None:
     nodes_here = list(doctree.findall(scoreboard_node))
     if not nodes_here:
@@ -52,18 +77,18 @@ def _fill(app, doctree, docname) -> None:
     sys.path.insert(0, str(ROOT / "lib"))
     from tokendyn import claims
 
-    out = _results_dir()
-    board = claims.scoreboard(out)
-    files = sorted(out.glob("*.json"))
+    records, where = _records(app)
+    board = claims.scoreboard_from(records)
     made = []
-    for f in files:
-        prov = json.loads(f.read_text()).get("provenance", {})
-        made.append(f"<li><code>{f.name}</code>: tokendyn {prov.get('tokendyn_version', '?')}, "
-                    f"seed {prov.get('seed')}, {prov.get('device', '?')} {prov.get('dtype', '')}, "
+    for rec in records:
+        prov = rec.get("provenance", {})
+        commit = (prov.get("git_commit") or "?")[:10] + (" (uncommitted changes)" if prov.get("git_dirty") else "")
+        made.append(f"<li><code>{rec.get('chapter', '?')}</code>: tokendyn {prov.get('tokendyn_version', '?')}, "
+                    f"commit {commit}, seed {prov.get('seed')}, {prov.get('device', '?')} {prov.get('dtype', '')}, "
                     f"written {prov.get('written_at', '?')}</li>")
-    sources = (f"<p>Built from {len(files)} results files in <code>_build/results/</code>:</p>"
-               f"<ul class=\"tokendyn-sources\">{''.join(made)}</ul>") if files else (
-        "<p><strong>No results files were found</strong>: build the book with <code>make book</code>, "
+    sources = (f"<p>Built from {len(records)} results records in {where}:</p>"
+               f"<ul class=\"tokendyn-sources\">{''.join(made)}</ul>") if records else (
+        "<p><strong>No results were found</strong>: build the book with <code>make book</code>, "
         "which executes every chapter.</p>")
     for node in nodes_here:
         node.replace_self(nodes.raw("", board._repr_html_() + sources, format="html"))
@@ -97,6 +122,16 @@ class RulesDirective(Directive):
         return out
 
 
+def _strip_markers(app, doctree) -> None:
+    for node in list(doctree.findall(nodes.literal_block)):
+        text = node.astext()
+        if "NBVAL_" not in text:
+            continue
+        kept = "\n".join(line for line in text.split("\n") if not re.fullmatch(r"\s*# NBVAL_\w+\s*", line))
+        node.children = [nodes.Text(kept)]
+        node.rawsource = kept
+
+
 def _always_reread(app, env, added, changed, removed):
     return [d for d in env.found_docs if _holds_scoreboard(env, d)]
 
@@ -123,5 +158,6 @@ def setup(app):
     app.add_directive("tokendyn-rules", RulesDirective)
     app.connect("config-inited", _execution_switch, priority=100)
     app.connect("doctree-resolved", _fill)
+    app.connect("doctree-read", _strip_markers)
     app.connect("env-get-outdated", _always_reread)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

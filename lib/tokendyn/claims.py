@@ -160,17 +160,27 @@ def table(findings: list[Finding]) -> Table:
 
 
 def scoreboard(results_dir: str | Path) -> Table:
-    """All sixteen claims, each with every finding that a chapter's results JSON records for it.
-
-    A claim that no results file measures shows as "not yet measured", with the chapter that will.
-    """
-    found: dict[int, list[dict[str, str]]] = {}
+    """All sixteen claims, each with every finding that a chapter's results JSON in ``results_dir`` records."""
+    records = []
     for path in sorted(Path(results_dir).glob("*.json")):
         record = json.loads(path.read_text())
+        record.setdefault("chapter", path.stem)
+        records.append(record)
+    return scoreboard_from(records)
+
+
+def scoreboard_from(records: list[dict[str, Any]]) -> Table:
+    """All sixteen claims, each with every finding that one of ``records`` (results records, as
+    :func:`tokendyn.results.save` writes them) holds for it.
+
+    A claim that no record measures shows as "not yet measured", with the chapter that will.
+    """
+    found: dict[int, list[dict[str, str]]] = {}
+    for record in records:
         for f in record.get("claims", []):
             if isinstance(f.get("claim"), int) and f["claim"] in CLAIMS:
                 row = _row(f)
-                row["chapter"] = record.get("chapter", path.stem)
+                row["chapter"] = record.get("chapter", "")
                 found.setdefault(f["claim"], []).append(row)
     rows = []
     for cid, c in CLAIMS.items():

@@ -74,12 +74,19 @@ def provenance(params: dict[str, Any], seed: int | None, models: list[str],
     }
 
 
+MIME = "application/vnd.tokendyn.results+json"
+"""The output type under which a chapter's record is also stored in its own notebook."""
+
+
 def save(chapter: str, metrics: dict[str, Any], *, params: dict[str, Any], seed: int | None,
          models: list[str], claims: list[Any] | None = None, setup: Any = None,
          out_dir: str | Path | None = None) -> Path:
     """Write ``{"chapter", "metrics", "claims", "provenance"}`` to ``<out_dir>/<chapter>.json``.
 
-    ``claims`` are :class:`tokendyn.claims.Finding` objects; returns the path written.
+    ``claims`` are :class:`tokendyn.claims.Finding` objects; returns the path written. In a
+    notebook the same record is also put in the cell's outputs (:data:`MIME`, drawn as nothing),
+    so the executed notebook a page shows carries the very numbers the scoreboard reads
+    (:func:`notebook_records`).
     """
     out = Path(out_dir) if out_dir is not None else results_dir()
     out.mkdir(parents=True, exist_ok=True)
@@ -87,8 +94,33 @@ def save(chapter: str, metrics: dict[str, Any], *, params: dict[str, Any], seed:
     record = {"chapter": chapter, "metrics": _plain(metrics),
               "claims": [c.to_dict() if hasattr(c, "to_dict") else dict(c) for c in (claims or [])],
               "provenance": provenance(params, seed, models, setup)}
-    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+    path.write_text(text)
+    _show_in_notebook(json.loads(text))
     return path
+
+
+def _show_in_notebook(record: dict[str, Any]) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and type(shell).__name__ == "ZMQInteractiveShell":  # a kernel, not a terminal
+        display({MIME: record}, raw=True)
+
+
+def notebook_records(notebook: str | Path) -> list[dict[str, Any]]:
+    """Every results record that :func:`save` stored in ``notebook``'s outputs, in order."""
+    nb = json.loads(Path(notebook).read_text())
+    found = []
+    for cell in nb.get("cells", []):
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if MIME in data:
+                found.append(data[MIME] if isinstance(data[MIME], dict) else json.loads("".join(data[MIME])))
+    return found
 
 
 def load(chapter: str, out_dir: str | Path | None = None) -> dict[str, Any]:

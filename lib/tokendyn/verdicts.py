@@ -259,6 +259,16 @@ def claim_9(spread: float, r2: float, *, max_spread: float = 0.25, good_r2: floa
     return _v("claim_9", PARTLY if collapse or linear else NOT, reason)
 
 
+def _range_by_k(rule: str, by_k: Mapping[int, Estimate], paper: tuple[float, float], label: str) -> Verdict:
+    """Reproduced if every K is inside the range, partly if some K's interval meets it."""
+    if not by_k:
+        return _v(rule, NOT_MEASURED, "no K")
+    ins = [k for k, e in by_k.items() if inside(e, *paper)]
+    meets = [k for k, e in by_k.items() if e.overlaps(*paper)]
+    reason = f"inside {label}: K = {ins or 'none'}; meeting it: K = {meets or 'none'}"
+    return _v(rule, REPRODUCED if len(ins) == len(by_k) else PARTLY if meets else NOT, reason)
+
+
 def claim_10(ratios: Mapping[int, Estimate], paper: tuple[float, float] = (10.0, 33.0)) -> Verdict:
     """Claim 10, the structured residual flips 10-33x more tokens than an isotropic one of its norm.
 
@@ -266,12 +276,7 @@ def claim_10(ratios: Mapping[int, Estimate], paper: tuple[float, float] = (10.0,
     interval over windows. *Reproduced*: every K :func:`inside` the range. *Partly*: some K's
     interval meets it. Else *not reproduced*.
     """
-    if not ratios:
-        return _v("claim_10", NOT_MEASURED, "no K")
-    ins = [k for k, e in ratios.items() if inside(e, *paper)]
-    meets = [k for k, e in ratios.items() if e.overlaps(*paper)]
-    reason = f"inside {list(paper)}: K = {ins or 'none'}; meeting it: K = {meets or 'none'}"
-    return _v("claim_10", REPRODUCED if len(ins) == len(ratios) else PARTLY if meets else NOT, reason)
+    return _range_by_k("claim_10", ratios, paper, f"{paper[0]:g}-{paper[1]:g}x")
 
 
 def claim_11(rates: Mapping[int, Estimate], paper: tuple[float, float] = (0.12, 0.41)) -> Verdict:
@@ -281,12 +286,7 @@ def claim_11(rates: Mapping[int, Estimate], paper: tuple[float, float] = (0.12, 
     *Reproduced*: every K :func:`inside` the range. *Partly*: some K's interval meets it. Else
     *not reproduced*.
     """
-    if not rates:
-        return _v("claim_11", NOT_MEASURED, "no K")
-    ins = [k for k, e in rates.items() if inside(e, *paper)]
-    meets = [k for k, e in rates.items() if e.overlaps(*paper)]
-    reason = f"inside {paper[0]:.0%}-{paper[1]:.0%}: K = {ins or 'none'}; meeting it: K = {meets or 'none'}"
-    return _v("claim_11", REPRODUCED if len(ins) == len(rates) else PARTLY if meets else NOT, reason)
+    return _range_by_k("claim_11", rates, paper, f"{paper[0]:.0%}-{paper[1]:.0%}")
 
 
 def claim_12(image: Mapping[str, Estimate], text: Mapping[str, Estimate], *, image_band: float = 3.0,
