@@ -203,7 +203,7 @@ class MLMConditional:
         if self.max_sites is None or n <= self.max_sites:
             return
         check_content_fits(self.model, n, extra=2 * self.offset, label=self.name, where=where,
-                           wrapping=wrapping_words(self.tokenizer, self.wrap))
+                           wrapping=lambda: wrapping_words(self.tokenizer, self.wrap))
 
     def wrap_ids(self, tokens: Tensor) -> Tensor:
         """tokens ``[B, n]`` -> model input ids ``[B, n + 2]`` (``"special"``) or ``[B, n]``."""
@@ -261,7 +261,7 @@ def content_ids(loaded: Any, texts: Sequence[str], n: int) -> Tensor:
     if isinstance(loaded, MLMConditional):
         loaded.check_n(n)
     elif hasattr(loaded, "model"):
-        check_content_fits(loaded.model, n, extra=2, wrapping=wrapping_words(tok),
+        check_content_fits(loaded.model, n, extra=2, wrapping=lambda: wrapping_words(tok),
                            label=getattr(loaded, "name", type(loaded.model).__name__))
     special = set(tok.all_special_ids)
     rows = []

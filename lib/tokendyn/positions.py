@@ -8,6 +8,7 @@ number of tokens asked for and the range allowed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -25,14 +26,15 @@ def max_positions(model: Any) -> tuple[int, str] | None:
     return limit, "max_position_embeddings"
 
 
-def check_content_fits(model: Any, n: int, *, extra: int, wrapping: str, label: str,
-                       name: str = "n", where: str = "") -> None:
+def check_content_fits(model: Any, n: int, *, extra: int, wrapping: str | Callable[[], str],
+                       label: str, name: str = "n", where: str = "") -> None:
     """Raise ``ValueError`` unless ``n`` content tokens plus ``extra`` wrapping positions fit in
-    ``model`` (``label`` names it, ``where`` prefixes the message); a model without a known limit
-    passes."""
+    ``model`` (``label`` names it, ``where`` prefixes the message, ``wrapping`` describes the
+    wrapping, or is called for it only on failure); a model without a known limit passes."""
     lim = max_positions(model)
     if lim is None or n + extra <= lim[0]:
         return
+    wrapping = wrapping() if callable(wrapping) else wrapping
     raise ValueError(f"{where}{name}={n} content tokens need {n + extra} positions{wrapping}; {label} has "
                      f"{lim[0]} ({lim[1]}): allowed {name} in [1, {lim[0] - extra}]")
 

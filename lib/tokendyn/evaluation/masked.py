@@ -50,7 +50,7 @@ def masked_logits(mlm: Any, texts: list[str]) -> Tensor:
     enc = tok([t.replace("[MASK]", tok.mask_token) for t in texts], return_tensors="pt", padding=True)
     longest = int(enc["attention_mask"].sum(1).argmax()) if len(texts) else 0
     check_content_fits(mlm.model, enc["input_ids"].shape[1] - 2, extra=2, label=mlm.name,
-                       wrapping=wrapping_words(tok), where=f"texts[{longest}]: ")
+                       wrapping=lambda: wrapping_words(tok), where=f"texts[{longest}]: ")
     is_mask = enc["input_ids"] == tok.mask_token_id
     if not bool((is_mask.sum(1) == 1).all()):
         raise ValueError("each text must hold exactly one mask token")
