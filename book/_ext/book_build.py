@@ -94,14 +94,19 @@ def _fill(app, doctree, docname) -> None:
         node.replace_self(nodes.raw("", board._repr_html_() + sources, format="html"))
 
 
-def _plain(doc: str) -> str:
-    """A docstring's reST markup as plain text: ``x`` and :func:`x` become x."""
-    doc = re.sub(r":\w+:`~?([^`]+)`", r"\1", doc)
-    return doc.replace("``", "")
+def _markdown(doc: str) -> str:
+    """A docstring as MyST: ``x`` and :func:`x` become inline code."""
+    doc = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", doc)
+    return doc.replace("``", "`")
 
 
 class RulesDirective(Directive):
     has_content = False
+
+    def _parse(self, text: str, into) -> None:
+        from docutils.statemachine import StringList
+
+        self.state.nested_parse(StringList(text.splitlines(), source="tokendyn.verdicts"), 0, into)
 
     def run(self):
         import sys
@@ -109,17 +114,17 @@ class RulesDirective(Directive):
         sys.path.insert(0, str(ROOT / "lib"))
         from tokendyn import verdicts
 
-        out = []
-        intro = _plain(inspect.getdoc(verdicts) or "")
-        for para in intro.split("\n\n")[1:]:
-            out.append(nodes.paragraph(text=" ".join(para.split())))
+        out = nodes.container()
+        intro = _markdown(inspect.getdoc(verdicts) or "").split("\n\n", 1)[-1]
+        self._parse(intro, out)
         for name, fn in verdicts.RULES.items():
             sec = nodes.section(ids=[f"rule-{name}"], names=[f"rule-{name}"])
-            sec += nodes.title(text=f"{name}{inspect.signature(fn)}".replace("'", ""))
-            for para in _plain(inspect.getdoc(fn) or "").split("\n\n"):
-                sec += nodes.paragraph(text=" ".join(para.split()))
-            out.append(sec)
-        return out
+            sec += nodes.title(text=name)
+            sig = str(inspect.signature(fn)).replace("'", "")
+            sec += nodes.literal_block(text=f"verdicts.{name}{sig}", language="python")
+            self._parse(_markdown(inspect.getdoc(fn) or ""), sec)
+            out += sec
+        return [out]
 
 
 def _strip_markers(app, doctree) -> None:
@@ -138,7 +143,8 @@ def _always_reread(app, env, added, changed, removed):
 
 def _holds_scoreboard(env, docname: str) -> bool:
     try:
-        return "tokendyn-scoreboard" in Path(env.doc2path(docname)).read_text()
+        text = Path(env.doc2path(docname)).read_text()
+        return "tokendyn-scoreboard" in text or "tokendyn-rules" in text  # built from code, not from the page
     except (OSError, UnicodeDecodeError):
         return False
 
