@@ -22,6 +22,7 @@ commit"; no confidence-based remasking).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,9 +70,25 @@ def _precision(emb: Tensor) -> str:
 
 def _check(feedback: str, tau: float, n_new: int, seed: int) -> None:
     check_choice("feedback", feedback, FEEDBACK)
-    check_range("tau", tau, 0, None, lo_open=True)
+    # finite: an infinite tau turns banned ids' -inf logits into nan probabilities
+    check_range("tau", tau, 0, math.inf, lo_open=True, hi_open=True)
     check_range("n", n_new, 1, 4096, integer=True)
     check_range("seed", seed, 0, None, integer=True)
+
+
+def _check_banned(banned: Tensor | None, vocab: int) -> None:
+    """``banned`` ``[k]``: distinct integer ids in ``[0, vocab)`` that leave at least one token."""
+    if banned is None:
+        return
+    if not isinstance(banned, Tensor) or banned.dim() != 1 or banned.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"banned must be an integer torch.Tensor [k] of token ids, got "
+                        f"{tuple(banned.shape) if isinstance(banned, Tensor) else type(banned).__name__}"
+                        f"{' ' + str(banned.dtype) if isinstance(banned, Tensor) else ''}")
+    if banned.numel() and (int(banned.min()) < 0 or int(banned.max()) >= vocab):
+        raise ValueError(f"banned must hold token ids in [0, {vocab}), got ids in "
+                         f"[{int(banned.min())}, {int(banned.max())}]")
+    if banned.unique().numel() >= vocab:
+        raise ValueError(f"banned holds all {vocab} token ids: nothing is left to draw")
 
 
 @torch.no_grad()
@@ -94,6 +111,12 @@ def ar_decode(model: Any, prompt: Tensor, n_new: int, *, seed: int, tau: float =
                   allowed="p + n")
     dev = next(model.parameters()).device
     emb = model.get_input_embeddings().weight  # [V, h]
+    head = model.get_output_embeddings()
+    vocab = int(head.weight.shape[0]) if head is not None else int(emb.shape[0])
+    if int(prompt.min()) < 0 or int(prompt.max()) >= emb.shape[0]:
+        raise ValueError(f"prompt must hold token ids in [0, {emb.shape[0]}), got ids in "
+                         f"[{int(prompt.min())}, {int(prompt.max())}]")
+    _check_banned(banned, vocab)
     gen = torch.Generator().manual_seed(seed)
     out = model(input_ids=prompt.to(dev), use_cache=True)
     past, logits = out.past_key_values, out.logits[:, -1]

@@ -14,6 +14,7 @@ from torch import Tensor
 
 from .checks import check_range
 from .conditional import ConditionalModel, check_tokens
+from .sampling import check_tau
 
 
 @dataclass
@@ -37,7 +38,10 @@ def all_site_logits(model: ConditionalModel, x: Tensor) -> Tensor:
     (one ``site_logits`` call with ``B n`` rows: row ``(b, i)`` is state ``b`` with site ``i``
     masked). For real text (tokenizer, truncation, unscored ``[UNK]``) see
     :func:`tokendyn.evaluation.pseudo_ppl.text_site_logits`."""
+    check_tokens(model, x, "x")
     b, n = x.shape
+    if b == 0:  # no rows: nothing to reshape
+        return torch.empty(0, n, model.vocab_size)
     sites = torch.arange(n, device=x.device).repeat(b)
     return model.site_logits(x.repeat_interleave(n, 0), sites).reshape(b, n, -1)
 
@@ -46,8 +50,10 @@ def all_site_logits(model: ConditionalModel, x: Tensor) -> Tensor:
 def site_conditionals(model: ConditionalModel, tokens: Tensor, *, tau: float = 1.0,
                       k: int = 5) -> SiteConditionals:
     """tokens ``[n]`` (one content sequence) -> :class:`SiteConditionals` over its ``n`` sites."""
-    check_range("tau", tau, 0, None, lo_open=True)
+    check_tau(tau)  # an infinite tau made every entropy nan
     check_range("k", k, 1, model.vocab_size, integer=True)
+    if not isinstance(tokens, Tensor):
+        raise TypeError(f"tokens must be a torch.Tensor of token ids [n], got {type(tokens).__name__}")
     if tokens.dim() != 1:
         raise ValueError(f"tokens must be one sequence [n], got shape {tuple(tokens.shape)}")
     check_tokens(model, tokens.unsqueeze(0))

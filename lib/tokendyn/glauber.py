@@ -169,13 +169,21 @@ class CouplingResult:
     steps_recorded: Tensor | None = None
 
 
+def _tensor(name: str, x: object) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids [B, n], got {type(x).__name__}")
+
+
 def init(x0: Tensor) -> GlauberState:
     """Start chains at ``x0`` ``[B, n]`` (copied)."""
+    _tensor("x0", x0)
     return GlauberState(tokens=x0.clone(), t=0)
 
 
 def init_coupled(x0: Tensor, y0: Tensor) -> CoupledState:
     """Start pairs of chains at ``x0`` and ``y0`` ``[B, n]`` (copied)."""
+    _tensor("x0", x0)
+    _tensor("y0", y0)
     if x0.shape != y0.shape:
         raise ValueError(f"x0 and y0 must have the same shape, got {tuple(x0.shape)} and {tuple(y0.shape)}")
     return CoupledState(x=x0.clone(), y=y0.clone(), t=0)

@@ -70,7 +70,10 @@ def tv(p: Tensor, q: Tensor) -> Tensor:
 
 
 def _check_taus(taus: Sequence[float]) -> Tensor:
-    taus = list(taus)
+    if isinstance(taus, (int, float)) or not hasattr(taus, "__iter__"):
+        raise TypeError(f"taus must be a sequence of temperatures, got {type(taus).__name__}: "
+                        f"pass [{taus!r}] for one")
+    taus = [float(t) if isinstance(t, Tensor) else t for t in taus]
     if not taus:
         raise ValueError("taus must not be empty")
     for t in taus:
@@ -180,10 +183,19 @@ def crossing_interval(est: InfluenceEstimate, *, level: float = 0.95, n_boot: in
     return float(lo), float(hi)
 
 
+def _check_curve(taus: Sequence[float] | Tensor, values: Tensor) -> None:
+    """A curve ``values`` ``[T]`` over ``taus`` ``[T]`` with ``T >= 1``."""
+    v = torch.as_tensor(values)
+    if v.dim() != 1 or len(taus) != v.shape[0] or v.shape[0] < 1:
+        raise ValueError(f"taus and values must be two [T] sequences with T >= 1, got {len(taus)} "
+                         f"taus and values of shape {tuple(v.shape)}")
+
+
 def crossing(taus: Tensor, values: Tensor, level: float = 1.0) -> float:
     """The ``tau`` where ``values`` ``[T]`` (over increasing ``taus`` ``[T]``) last falls through
     ``level``, by log-linear interpolation; ``nan`` if it never crosses."""
-    above = (values >= level).tolist()
+    _check_curve(taus, values)
+    above = (torch.as_tensor(values) >= level).tolist()
     for k in range(len(above) - 1, 0, -1):
         if above[k - 1] and not above[k]:
             t0, t1 = math.log(taus[k - 1]), math.log(taus[k])
@@ -198,6 +210,7 @@ def crossing_bracket(taus: Sequence[float] | Tensor, values: Tensor, level: floa
     ``(0, taus[0])`` when already below at the first point, ``(taus[-1], inf)`` when never below:
     the resolution of the grid is the honest interval on a crossing read off it.
     """
+    _check_curve(taus, values)
     t = [float(v) for v in taus]
     above = (torch.as_tensor(values) >= level).tolist()
     if not above[-1]:
@@ -221,9 +234,15 @@ def site_margins(model: ConditionalModel, x: Tensor) -> Tensor:
 def margin_bound(margin: float, support_size: int, tau: float) -> float:
     """Upper bound ``(|V| - 1) exp(-m / tau)`` on the per-step leave probability of any state whose
     every site has margin ``>= m``."""
+    check_range("margin", margin)
     check_range("support_size", support_size, 1, integer=True)
     check_tau(tau)
-    return (support_size - 1) * math.exp(-margin / tau)
+    if support_size == 1:
+        return 0.0
+    try:
+        return (support_size - 1) * math.exp(-margin / tau)
+    except OverflowError:  # a very negative margin: the bound says nothing
+        return math.inf
 
 
 def leave_probability(model: ConditionalModel, x: Tensor, tau: float) -> Tensor:
@@ -254,6 +273,9 @@ def first_exit_times(trajectory: Tensor) -> tuple[Tensor, Tensor]:
     """Steps until each chain first leaves its starting state, from a trajectory recorded every
     step ``[T + 1, B, n]`` -> (times ``[B]``, exited ``[B]``). A chain still in its start after
     ``T`` steps is censored at ``T + 1`` with ``exited`` False."""
+    if not isinstance(trajectory, Tensor) or trajectory.dim() != 3 or trajectory.shape[0] < 2:
+        raise ValueError(f"trajectory must be a tensor [T + 1, B, n] with T >= 1, got "
+                         f"{tuple(trajectory.shape) if isinstance(trajectory, Tensor) else type(trajectory).__name__}")
     T = trajectory.shape[0] - 1
     moved = (trajectory[1:] != trajectory[:1]).any(-1)               # [T, B]
     exited = moved.any(0)

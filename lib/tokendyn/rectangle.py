@@ -297,6 +297,8 @@ def ar_delta(ar: Any, x: Tensor, i: Tensor, j: Tensor, a_new: Tensor, b_new: Ten
 
 def draw_sites(b: int, n: int, gen: torch.Generator, gap: int | None = None) -> tuple[Tensor, Tensor]:
     """Site pairs ``([b], [b])`` with ``i != j``: uniform over ordered pairs, or ``|i - j| = gap``."""
+    check_range("b", b, 0, integer=True)
+    check_range("n", n, 2, integer=True)  # two distinct sites
     if gap is None:
         i = torch.randint(n, (b,), generator=gen)
         j = (i + 1 + torch.randint(n - 1, (b,), generator=gen)) % n

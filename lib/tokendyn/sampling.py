@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .checks import check_range
+from .checks import check_choice, check_range
 
 __all__ = ["Temperature", "TAU_MIN", "TAU_MAX", "SEED_MAX", "DRAW_DTYPE", "PROTOCOLS", "check_tau",
            "make_generator", "uniforms", "check_distribution", "probabilities", "inverse_cdf", "draw",
@@ -128,6 +128,8 @@ def choose_alternatives(logits: Tensor, exclude: Tensor, k: int, protocol: str, 
     """``k`` distinct ids per row ``[B, k]`` from the support (finite ``logits`` ``[B, V]``) minus
     ``exclude`` ``[B]``: weighted by ``p_tau`` (``"model"``) or uniform. Gumbel top-k, which is
     exact sampling without replacement, in float64."""
+    check_range("k", k, 1, integer=True)
+    check_choice("protocol", protocol, PROTOCOLS)
     w = logits.double() / tau if protocol == "model" else torch.zeros_like(logits, dtype=torch.float64)
     w = w.masked_fill(~torch.isfinite(logits), float("-inf"))
     w = w.scatter(-1, exclude.unsqueeze(-1), float("-inf"))

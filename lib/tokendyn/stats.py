@@ -97,6 +97,9 @@ def ratio_interval(k_a: int, n_a: int, k_b: int, n_b: int, *, n_boot: int = 2000
     """
     for name, v in (("n_a", n_a), ("n_b", n_b)):
         check_range(name, v, 1, None, integer=True)
+    check_range("k_a", k_a, 0, n_a, integer=True)
+    check_range("k_b", k_b, 0, n_b, integer=True)
+    check_range("level", level, 0.0, 1.0, lo_open=True)
     rng = np.random.default_rng(seed)
     pa, pb = rng.binomial(n_a, k_a / n_a, n_boot) / n_a, rng.binomial(n_b, k_b / n_b, n_boot) / n_b
     floor_b = 1 / n_b
@@ -136,5 +139,5 @@ def group_summary(frame: pd.DataFrame, by: Sequence[str], column: str, *, seed: 
 def _z(level: float) -> float:
     from statistics import NormalDist
 
-    check_range("level", level, 0.0, 1.0, lo_open=True)
+    check_range("level", level, 0.0, 1.0, lo_open=True, hi_open=True)  # level 1 has no finite z
     return NormalDist().inv_cdf(0.5 + level / 2)

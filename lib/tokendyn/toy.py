@@ -94,6 +94,12 @@ class PairwiseConditional:
         return (D[r, a2, b2] - D[r, a2, b] - D[r, a, b2] + D[r, a, b]).abs()
 
 
+def _check_finite(**values: float) -> None:
+    # an infinite coupling or field makes every conditional nan, silently
+    for name, v in values.items():
+        check_range(name, v, -math.inf, math.inf, lo_open=True, hi_open=True)
+
+
 def _chain_couplings(n: int, q: int, J: Tensor) -> Tensor:
     """Nearest-neighbour couplings ``[n, n, q, q]`` from per-bond matrices ``J`` ``[n-1, q, q]``."""
     A = torch.zeros(n, n, q, q, dtype=torch.float64)
@@ -110,7 +116,7 @@ def potts_chain(n: int, q: int, *, coupling: float = 1.0, field: float = 0.5,
     ``q = 2`` is an Ising chain."""
     check_range("n", n, 2, integer=True)
     check_range("q", q, 2, integer=True)
-    check_range("coupling", coupling)
+    _check_finite(coupling=coupling, field=field)
     check_range("field", field, 0)
     check_range("seed", seed, 0, integer=True)
     g = torch.Generator().manual_seed(seed)
@@ -127,8 +133,7 @@ def incompatible_ising(n: int, *, coupling: float = 1.0, skew: float = 0.25, fie
     every rectangle on a bond ``(i, i+1)`` with ``a' != a, b' != b`` has
     ``delta = |I(2 skew s s^T)| = 8 * skew``, and sites further apart have ``delta = 0``."""
     check_range("n", n, 2, integer=True)
-    check_range("coupling", coupling)
-    check_range("skew", skew)
+    _check_finite(coupling=coupling, skew=skew, field=field)
     check_range("field", field, 0)
     check_range("seed", seed, 0, integer=True)
     g = torch.Generator().manual_seed(seed)
@@ -169,6 +174,8 @@ def state_index(states: Tensor, q: int) -> Tensor:
 
 def site_kernel(model: PairwiseConditional, i: int, tau: float) -> Tensor:
     """The exact kernel ``[q^n, q^n]`` that resamples site ``i`` from ``p_tau(. | x_-i)``."""
+    check_range("i", i, 0, model.n - 1, integer=True)
+    check_range("tau", tau, 0, lo_open=True)
     S = all_states(model.n, model.q)
     probs = torch.softmax(model.site_logits(S, torch.full((len(S),), i)) / tau, -1)  # [S, q]
     P = torch.zeros(len(S), len(S), dtype=torch.float64)

@@ -4,6 +4,7 @@ and the crossover temperature ``tau*(n)`` below which mixing leaves the budget o
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -14,6 +15,9 @@ __all__ = ["n_log_n", "ScalingFit", "scaling_fit", "crossover"]
 
 def n_log_n(n: int | float) -> float:
     """``n ln n``, the Dobrushin-regime mixing scale (natural log)."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Real):  # numpy integers are welcome
+        raise TypeError(f"n must be a number, got {n!r}")
+    check_range("n", n if isinstance(n, (int, float)) else float(n), 1)
     return n * math.log(n)
 
 

@@ -13,23 +13,38 @@ and :func:`sde_step`, each returning ``(state, FlowInfo)``; :func:`run` drives e
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from ..checks import check_choice, check_range
-from .flow import VelocityNet
+from .flow import FlowConfig, VelocityNet
 
 
 
 def _check(x: torch.Tensor, t0: float, steps: int) -> None:
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a float torch.Tensor [B, L, d], got "
+                        f"{x.dtype if isinstance(x, torch.Tensor) else type(x).__name__}")
     if x.dim() != 3:
         raise ValueError(f"x must be [B, L, d], got shape {tuple(x.shape)}")
     check_range("t0", t0, 0, 1)
     if t0 >= 1:
         raise ValueError(f"t0={t0!r} is out of range: allowed [0, 1)")
     check_range("steps", steps, 1, None, integer=True)
+
+
+def check_fits(net: VelocityNet, shape: Sequence[int], name: str = "x") -> None:
+    """Latents of ``shape`` ``[B, L, d]`` must match the network: ``d = dim``, ``L <= seq_len``
+    (before a forward pass fails deep in torch on a matmul or a broadcast)."""
+    cfg = getattr(net, "cfg", None)
+    if not isinstance(cfg, FlowConfig):
+        return
+    _, L, d = shape
+    if d != cfg.dim or L > cfg.seq_len:
+        raise ValueError(f"{name} has shape {tuple(shape)}, but the network takes [B, L, d] with "
+                         f"d = dim = {cfg.dim} and L in [1, seq_len = {cfg.seq_len}]")
 
 
 def time_grid(t0: float, steps: int) -> torch.Tensor:
@@ -46,6 +61,8 @@ def terminal_start(t0: float, steps: int) -> float:
 def posterior_mean(net: VelocityNet, x: torch.Tensor, t: float) -> torch.Tensor:
     """``E[x1 | x_t] ~ x + (1 - t) v(x, t)`` for ``x`` ``[B, L, d]`` at scalar time ``t`` -> ``[B, L, d]``."""
     check_range("t", t, 0, 1)
+    if isinstance(x, torch.Tensor) and x.dim() == 3:
+        check_fits(net, x.shape)
     tt = torch.full((x.shape[0],), float(t), dtype=x.dtype, device=x.device)
     return x + (1.0 - t) * net(x, tt)
 
@@ -132,6 +149,8 @@ def sde_step(net: VelocityNet, state: FlowState, *, generator: torch.Generator) 
     afresh, ``x <- t' x1_hat + (1 - t') eps`` with new ``eps ~ N(0, I)`` from ``generator``; the
     step that reaches ``t = 1`` returns ``x1_hat`` itself. -> ``(state, info)``."""
     _check_state(state)
+    if not isinstance(generator, torch.Generator):  # None would draw from torch's global RNG
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     a, b = state.grid[state.k], state.grid[state.k + 1]
     x1_hat = posterior_mean(net, state.x, a)
     if b >= 1.0:
@@ -169,6 +188,7 @@ def ode_sample(net: VelocityNet, x: torch.Tensor, t0: float = 0.0, steps: int = 
     latents at ``t = 1``.
     """
     state = init(x, t0, steps)
+    check_fits(net, x.shape)
     fn = _integrator(method)
     return run(state, lambda s: ode_step(net, s, fn)).x
 
@@ -178,7 +198,9 @@ def sde_sample(net: VelocityNet, x: torch.Tensor, t0: float = 0.0, steps: int = 
                generator: torch.Generator) -> torch.Tensor:
     """Stochastic re-injection from ``x`` at ``t0`` to ``t = 1`` (see :func:`sde_step`). Same network
     and grid as :func:`ode_sample`; ``x`` ``[B, L, d]`` -> ``[B, L, d]``."""
-    return run(init(x, t0, steps), lambda s: sde_step(net, s, generator=generator)).x
+    state = init(x, t0, steps)
+    check_fits(net, x.shape)
+    return run(state, lambda s: sde_step(net, s, generator=generator)).x
 
 
 SAMPLERS = ("ode", "sde")
@@ -195,6 +217,7 @@ def generate(net: VelocityNet, shape: tuple[int, int, int], steps: int, sampler:
     check_range("seed", seed, 0, None, integer=True)
     if len(shape) != 3 or min(shape) < 1:
         raise ValueError(f"shape must be [B, L, d] with every size >= 1, got {tuple(shape)}")
+    check_fits(net, shape, "shape")
     g = torch.Generator().manual_seed(seed)
     x0 = torch.randn(*shape, generator=g)
     if sampler == "ode":

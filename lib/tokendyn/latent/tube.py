@@ -32,6 +32,12 @@ def readout_margins(weight: torch.Tensor, bias: torch.Tensor, z: torch.Tensor,
 
     ``weight`` ``[V, d]``, ``bias`` ``[V]``, ``z`` ``[..., d]`` -> margins ``[...]`` (>= 0).
     """
+    for name, t in (("weight", weight), ("bias", bias), ("z", z)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            raise TypeError(f"{name} must be a float torch.Tensor, got "
+                            f"{t.dtype if isinstance(t, torch.Tensor) else type(t).__name__}")
+    if z.dtype != weight.dtype:
+        raise TypeError(f"z ({z.dtype}) and weight ({weight.dtype}) must share a dtype")
     if weight.dim() != 2 or bias.shape != weight.shape[:1] or z.shape[-1] != weight.shape[1]:
         raise ValueError(f"shapes do not fit a linear readout: weight {tuple(weight.shape)}, "
                          f"bias {tuple(bias.shape)}, z {tuple(z.shape)}")
