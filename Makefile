@@ -6,7 +6,7 @@
 
 VENV      := .venv
 STAMP     := $(VENV)/.setup-done
-SETUP_IN  := requirements/lock.txt pyproject.toml js/package-lock.json scripts/setup_env.sh
+SETUP_IN  := requirements/lock.txt pyproject.toml js/package-lock.json scripts/setup_env.sh lib/tokendyn/assets/SHA256SUMS
 PY        := $(VENV)/bin/python
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 export HF_HUB_OFFLINE := 1
