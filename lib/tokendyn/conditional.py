@@ -99,6 +99,7 @@ _HEADS: dict[str, Callable[[Any], Callable[[Tensor], Tensor]]] = {
     "XLMRobertaForMaskedLM": _head_roberta,
     "ModernBertForMaskedLM": _head_modernbert,
     "DistilBertForMaskedLM": _head_distilbert,
+    "MPNetForMaskedLM": _head_roberta,  # MPNetLMHead: dense, gelu, layer_norm, decoder (+ bias)
 }
 
 

@@ -150,3 +150,50 @@ def save_tiny(arch: str, out_dir: str | Path, **kw: Any) -> Path:
     loaded.model.save_pretrained(out, safe_serialization=True)
     loaded.tokenizer.save_pretrained(out)
     return out
+
+
+def save_tiny_mpnet(out_dir: str | Path, *, seed: int = 0, hidden: int = 16, layers: int = 12,
+                    init_std: float = 0.3) -> Path:
+    """Write a tiny random MPNet encoder into ``out_dir`` shaped like the all-mpnet-base-v2 asset
+    (:mod:`tokendyn.models.mpnet`), so that its loader and the head recipe can be tested without
+    the 438 MB download; return the directory.
+
+    The folder holds ``config.json`` (MPNet, ``layers`` layers of width ``hidden``, 2 heads, 514
+    positions), ``model.safetensors`` (``MPNetModel`` weights with its pooler, keys without the
+    ``mpnet.`` prefix, no MLM head), ``tokenizer.json`` (lowercasing WordPiece over the word list
+    with RoBERTa-style specials ``<s>``=0 ``<pad>``=1 ``</s>``=2 ``<unk>``=3, ``[UNK]``, and
+    ``<mask>`` as the last id; like the asset's, with fixed 128-token padding and truncation
+    switched on) and ``vocab.txt``. Weights are seeded by ``seed`` (global RNG restored).
+    """
+    from safetensors.torch import save_file
+    from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import MPNetConfig, MPNetModel
+
+    check_range("hidden", hidden, 2, integer=True)
+    check_range("layers", layers, 1, integer=True)
+    if hidden % 2:
+        raise ValueError(f"hidden={hidden} must be even (2 attention heads)")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    pieces = list(_wordpiece_vocab())[5:]  # the word list, characters and suffixes, no BERT specials
+    vocab = {p: i for i, p in enumerate(["<s>", "<pad>", "</s>", "<unk>", "[UNK]", *pieces, "<mask>"])}
+    tk = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", continuing_subword_prefix="##"))
+    tk.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tk.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    tk.add_special_tokens(["<s>", "<pad>", "</s>", "<unk>", "[UNK]",
+                           AddedToken("<mask>", lstrip=True, special=True)])
+    tk.enable_padding(pad_id=1, pad_token="<pad>", length=128)
+    tk.enable_truncation(128)
+    tk.save(str(out / "tokenizer.json"))
+    (out / "vocab.txt").write_text("".join(f"{p}\n" for p in vocab))
+    config = MPNetConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers,
+                         num_attention_heads=2, intermediate_size=2 * hidden,
+                         max_position_embeddings=514, initializer_range=init_std, pad_token_id=1,
+                         bos_token_id=0, eos_token_id=2)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = MPNetModel(config)  # with its pooler, as sentence-transformers saved it
+    config.to_json_file(str(out / "config.json"))
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"))
+    return out
