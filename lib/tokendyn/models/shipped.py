@@ -13,6 +13,9 @@ Two kinds of model:
   output layer is tied to them.
 - *scratch* models (``roberta-mini``, ``modernbert-mini``) are built from transformers' own classes
   with their own small tokenizers; the folder holds all their weights.
+- *head-ladder* models (:data:`HEAD_LADDER`: MiniLM cut to 2, 3, 4, 6 layers, MPNet to 6 and 12,
+  ``mpnet-base-mlm``) are delta models whose encoder stays frozen: the folder holds the MLM head
+  (and any top layers trained with it), trained by ``scripts/train_head.py``.
 
 ``scripts/train_mlm.py`` rebuilds every model here with a fixed seed; the builders below are
 shared with it so that training and loading construct the same network.
@@ -167,6 +170,44 @@ def _top_layers_and_head(model: Any, tok: Any, n_trained_layers: int) -> list[st
     return names + [f"bert.embeddings.word_embeddings.weight[{tok.mask_token_id}]"]
 
 
+HEAD_LADDER: dict[str, tuple[str, int]] = {
+    **{f"ladder-minilm-l{d}": ("minilm", d) for d in (2, 3, 4, 6)},
+    "ladder-mpnet-l6": ("mpnet", 6),
+    "mpnet-base-mlm": ("mpnet", 12),
+}
+"""Issue 26's size ladder: ``name -> (encoder, layers)``, a frozen packaged encoder cut to its first
+``layers`` layers (``"minilm"``: all-MiniLM-L6-v2, 384 hidden; ``"mpnet"``: all-mpnet-base-v2, 768
+hidden, :mod:`tokendyn.models.mpnet`) under a fresh MLM head. One recipe trains every rung: the
+head alone (optionally the top layers too) on hidden states cached once
+(:mod:`tokendyn.training.head`, ``scripts/train_head.py``)."""
+
+HEAD_PREFIX = {"BertForMaskedLM": "cls.", "MPNetForMaskedLM": "lm_head."}
+
+
+def head_names(model: torch.nn.Module) -> list[str]:
+    """The parameters of a ``*ForMaskedLM``'s vocabulary head that training changes: the transform
+    (dense + LayerNorm) and the output bias, never the decoder tied to the word embeddings."""
+    prefix = HEAD_PREFIX.get(type(model).__name__)
+    if prefix is None:
+        raise TypeError(f"no head prefix is known for {type(model).__name__}: add it to HEAD_PREFIX")
+    tied = model.get_input_embeddings().weight
+    return [n for n, p in model.named_parameters() if n.startswith(prefix) and p is not tied]
+
+
+def build_head_rung(name: str, generator: torch.Generator) -> tuple[Any, Any, list[str]]:
+    """Rung ``name`` of :data:`HEAD_LADDER` before training: ``(model, tokenizer, trainable)``, the
+    encoder cut to its layers with a fresh head (drawn from ``generator``); ``trainable`` is the
+    head (:func:`head_names`). MPNet rungs need ``bash scripts/fetch_mpnet.sh`` first."""
+    family, layers = HEAD_LADDER[name]
+    if family == "minilm":
+        model, tok, _ = build_minilm_depth(generator, layers)
+    else:
+        from .mpnet import load_mpnet_encoder
+
+        model, tok = load_mpnet_encoder(layers, generator=generator)
+    return model, tok, head_names(model)
+
+
 def split_row(name: str) -> tuple[str, int | None]:
     """``"w[103]"`` -> ``("w", 103)``; a plain parameter name -> ``(name, None)``."""
     if name.endswith("]") and "[" in name:
@@ -261,6 +302,8 @@ def build(name: str, generator: torch.Generator,
         return build_minilm_depth(generator, FAMILY_DEPTHS[name])
     if name in SCRATCH_SIZES:
         return build_scratch(name, tokenizer_dir or models_dir() / name, generator)
+    if name in HEAD_LADDER:
+        return build_head_rung(name, generator)
     raise ValueError(f"name={name!r} is not allowed: choose one of {list(RECIPES)}")
 
 
@@ -344,6 +387,12 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
            "from scratch here", 0),
     Recipe("modernbert-mini", "ModernBERT-style (4 layers, 128 hidden, RoPE, GeGLU, local/global "
            "attention, own 8k byte-level BPE), trained from scratch here", 0),
+    *(Recipe(name, (f"all-MiniLM-L6-v2's first {d} layers (BERT, 384 hidden, uncased 30,522 WordPiece), "
+                    if fam == "minilm" else
+                    f"all-mpnet-base-v2's {'first ' + str(d) if d < 12 else 'all 12'} layers (MPNet, 768 "
+                    "hidden, lowercasing 30,527 WordPiece), ")
+             + "frozen, + an MLM head trained on its cached hidden states: issue 26's size ladder", 0)
+      for name, (fam, d) in HEAD_LADDER.items()),
 )}
 
 
