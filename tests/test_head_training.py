@@ -1,0 +1,152 @@
+"""The size ladder's head recipe (tokendyn.training.head) and the MPNet loader, on a tiny MPNet.
+
+The tiny MPNet (:func:`tokendyn.models.tiny.save_tiny_mpnet`) is written where the all-mpnet-base-v2
+asset would be, with a manifest of its own, so that the loader, the registry rung
+``mpnet-base-mlm``, the cache, the training and the export all run the real code paths in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+import torch
+
+from tokendyn import integrity
+from tokendyn.integrity import IntegrityError
+from tokendyn.models import mpnet, shipped
+from tokendyn.models.tiny import _CORPUS, save_tiny_mpnet
+from tokendyn.paths import data_dir
+from tokendyn.training import head
+from tokendyn.training.mlm import IncompatibleCheckpoint
+
+TEXTS = [" ".join(_CORPUS[i:i + 3]) for i in range(len(_CORPUS) - 2)]  # 21 windows of ~40 tokens
+VAL = _CORPUS[:8]
+FILES = ("config.json", "model.safetensors", "tokenizer.json", "vocab.txt")
+
+
+@pytest.fixture
+def tiny_assets(tmp_path, monkeypatch):
+    """A tiny 12-layer MPNet as the asset (manifest included), and a data folder holding the probe."""
+    assets = tmp_path / "assets"
+    folder = save_tiny_mpnet(assets / mpnet.ASSET, layers=12, hidden=16)
+    manifest = tmp_path / "tiny-mpnet.SHA256SUMS"
+    manifest.write_text("".join(f"{integrity.sha256_file(folder / n)}  {mpnet.ASSET}/{n}\n" for n in FILES))
+    probe = data_dir() / "probe"
+    monkeypatch.setattr(mpnet, "MANIFEST", manifest)
+    monkeypatch.setenv("TOKENDYN_ASSETS", str(assets))
+    monkeypatch.setenv("TOKENDYN_DATA", str(tmp_path / "data"))
+    shutil.copytree(probe, tmp_path / "data" / "probe")
+    return folder
+
+
+def _settings(**kw) -> head.HeadSettings:
+    base = dict(model="mpnet-base-mlm", steps=30, batch=8, lr=3e-3, warmup=3, views=2, shard_items=8,
+                val_windows=8, encode_batch=8)
+    return head.HeadSettings(**{**base, **kw})
+
+
+def _run(s, ck, **kw):
+    return head.train_head(s, ck, device=torch.device("cpu"), texts=TEXTS, val_texts=VAL,
+                           ckpt_minutes=1e9, log=lambda m: None, **kw)
+
+
+def test_the_recipe_resumes_its_cache_and_training_and_exports_a_loadable_model(tiny_assets, tmp_path):
+    s = _settings()
+    ck, ref = tmp_path / "ck", tmp_path / "ref"
+    # the cache, killed after 2 of its 6 shards, and with a third written but not yet recorded
+    assert _run(s, ck, cache_stop_after=2) is None
+    cache = ck / "cache_train"
+    kept = {p.name: p.stat().st_mtime_ns for p in cache.glob("shard_*.safetensors")}
+    assert len(kept) == 2
+    (cache / "shard_00002.safetensors").write_bytes(b"half a shard")
+    (cache / "shard_00003.safetensors.tmp").write_bytes(b"a kill mid-write")
+    run = _run(s, ck, stop=12)
+    assert run is not None and run.step == 12
+    # finished shards were kept, not recomputed; the unrecorded one was
+    assert {n: (cache / n).stat().st_mtime_ns for n in kept} == kept
+    manifest = json.loads((cache / head.MANIFEST).read_text())
+    assert len(manifest["shards"]) == manifest["n_shards"] == 6  # 21 windows x 2 views, 8 a shard
+    for name, rec in manifest["shards"].items():  # the digests are recorded, and match
+        assert integrity.sha256_file(cache / name) == rec["sha256"]
+    run = _run(s, ck)  # training resumes from head.pt at step 12
+    straight = _run(s, ref)
+    assert json.loads((ref / "cache_train" / head.MANIFEST).read_text())["shards"] == manifest["shards"]
+    got, want = dict(run.model.named_parameters()), dict(straight.model.named_parameters())
+    assert run.trainable == straight.trainable == shipped.head_names(run.model)
+    for n in run.trainable:
+        assert torch.equal(got[n], want[n]), n  # resumed == uninterrupted, bit for bit
+    # the loss falls: held-out loss at each checkpoint, and the training loss
+    assert [h["step"] for h in run.history] == [12, 30]
+    assert run.history[-1]["val_loss"] < run.history[0]["val_loss"]
+    untrained = shipped.build("mpnet-base-mlm", torch.Generator().manual_seed(0))[0]
+    val = head.load_cache(ck / "cache_val")
+    assert run.history[-1]["val_loss"] < head.cached_loss(untrained, val, 12) - 0.5
+    # other settings on the same folder are refused
+    with pytest.raises(IncompatibleCheckpoint, match="move it away"):
+        _run(_settings(mask_rate=0.2), ck)
+
+    ev = head.export_head(run, s, command="(test)", hardware="test", eval_passages=2, log=lambda m: None)
+    out = shipped.models_dir() / "mpnet-base-mlm"
+    assert integrity.read_sums(out / integrity.SUMS) == {
+        shipped.WEIGHTS: integrity.sha256_file(out / shipped.WEIGHTS)}
+    meta = json.loads((out / "model.json").read_text())
+    assert meta["n_shipped_params"] == sum(got[n].numel() for n in run.trainable)
+    assert set(ev) >= {"top1", "top5", "copy_rate", "pseudo_perplexity"}
+    assert json.loads((out / "eval.json").read_text())["model"] == "mpnet-base-mlm"
+    # it loads back the way every shipped model does, and the registry lists it
+    loaded = shipped.load_shipped("mpnet-base-mlm")
+    back = dict(loaded.model.named_parameters())
+    for n in run.trainable:
+        assert torch.equal(back[n], got[n].detach().half().float()), n
+    assert "mpnet-base-mlm" in [r.name for r in shipped.trained()]
+
+
+def test_top_layers_train_on_cached_whole_windows(tiny_assets, tmp_path):
+    model, tok = mpnet.load_mpnet_encoder()
+    enc = tok(TEXTS[:4], return_tensors="pt", padding=True)
+    ids, attn = enc["input_ids"], enc["attention_mask"]
+    full = model.mpnet(input_ids=ids, attention_mask=attn).last_hidden_state
+    split = head.upper_states(model, head.lower_states(model, ids, attn, 9), attn, 9)
+    assert torch.allclose(split[attn.bool()], full[attn.bool()], atol=1e-5)
+    s = _settings(top_layers=2, steps=6)
+    run = _run(s, tmp_path / "ck")
+    assert any(n.startswith("mpnet.encoder.layer.11.") for n in run.trainable)
+    assert not any(n.startswith("mpnet.encoder.layer.9.") for n in run.trainable)
+    cache = head.load_cache(tmp_path / "ck" / "cache_train")
+    assert cache.attn is not None and cache.h.shape[1:] == (s.seq_len, 16)
+    untrained = shipped.build("mpnet-base-mlm", torch.Generator().manual_seed(0))[0]
+    val = head.load_cache(tmp_path / "ck" / "cache_val")
+    assert run.history[-1]["val_loss"] < head.cached_loss(untrained, val, 10)
+
+
+def test_the_loader_names_what_to_run_and_refuses_damaged_or_impossible_requests(tiny_assets, tmp_path,
+                                                                              monkeypatch):
+    model, tok = mpnet.load_mpnet_encoder(6, generator=torch.Generator().manual_seed(1))
+    assert type(model).__name__ == "MPNetForMaskedLM" and model.config.num_hidden_layers == 6
+    assert model.lm_head.decoder.weight is model.mpnet.embeddings.word_embeddings.weight
+    assert tok.mask_token_id == len(tok) - 1 and tok.pad_token_id == 1
+    assert len(tok(" ".join(["the"] * 300), add_special_tokens=False)["input_ids"]) == 300  # no 128 cut
+    with pytest.raises(ValueError, match=re.escape("has layers 1..12")):
+        mpnet.load_mpnet_encoder(13)
+    w = tiny_assets / "model.safetensors"
+    data = bytearray(w.read_bytes())
+    data[-5] ^= 0xFF
+    w.write_bytes(bytes(data))
+    with pytest.raises(IntegrityError, match=re.escape("bash scripts/fetch_mpnet.sh")):
+        mpnet.load_mpnet_encoder()
+    monkeypatch.setenv("TOKENDYN_ASSETS", str(tmp_path / "nothing"))
+    with pytest.raises(FileNotFoundError, match=re.escape("run `bash scripts/fetch_mpnet.sh`")):
+        shipped.build("ladder-mpnet-l6", torch.Generator())
+
+
+def test_the_real_asset_when_fetched():
+    if not (mpnet.assets_dir() / mpnet.ASSET).is_dir():
+        pytest.skip("all-mpnet-base-v2 is not fetched (bash scripts/fetch_mpnet.sh)")
+    tok = mpnet.mpnet_tokenizer()
+    assert tok.mask_token_id == mpnet.MASK_ID == 30526 and len(tok) == 30527
+    ids = tok("The capital of France is <mask>.")["input_ids"]
+    assert tok.convert_ids_to_tokens(ids) == ["<s>", "the", "capital", "of", "france", "is", "<mask>", ".",
+                                              "</s>"]
