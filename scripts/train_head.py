@@ -52,7 +52,7 @@ def command(args: argparse.Namespace, step: int) -> str:
     """The command line that rebuilds this run's export (defaults left out)."""
     opts = [f"--model {args.model}"]
     for k in ("steps", "batch", "lr", "warmup", "decay_frac", "top_layers", "seq_len", "mask_rate", "views",
-              "sotu_share", "seed", "max_windows", "val_windows"):
+              "sotu_share", "seed", "max_windows", "val_windows", "shard_items"):
         if getattr(args, k) != getattr(DEFAULTS, k):
             opts.append(f"--{k.replace('_', '-')} {getattr(args, k)}")
     if step < args.steps:
@@ -81,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-windows", type=int, default=DEFAULTS.max_windows,
                     help="a seeded subset of the training windows (default: all)")
     ap.add_argument("--val-windows", type=int, default=DEFAULTS.val_windows)
+    ap.add_argument("--shard-items", type=int, default=DEFAULTS.shard_items,
+                    help="masked windows per cache shard (what a killed cache can lose at most)")
     ap.add_argument("--encode-batch", type=int, default=DEFAULTS.encode_batch,
                     help="windows per encoder pass while caching (changes no result)")
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda")

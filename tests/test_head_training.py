@@ -150,3 +150,16 @@ def test_the_real_asset_when_fetched():
     ids = tok("The capital of France is <mask>.")["input_ids"]
     assert tok.convert_ids_to_tokens(ids) == ["<s>", "the", "capital", "of", "france", "is", "<mask>", ".",
                                               "</s>"]
+
+
+def test_a_bert_rung_splits_its_encoder_exactly():
+    model, tok, trainable = shipped.build("ladder-minilm-l2", torch.Generator().manual_seed(0))
+    assert trainable == shipped.head_names(model) and all(n.startswith("cls.") for n in trainable)
+    enc = tok(["the capital of france is paris.", "a short one"], return_tensors="pt", padding=True)
+    ids, attn = enc["input_ids"], enc["attention_mask"]
+    with torch.no_grad():
+        full = model.bert(input_ids=ids, attention_mask=attn).last_hidden_state
+        for k in (0, 1, 2):
+            split = head.upper_states(model, head.lower_states(model, ids, attn, k), attn, k)
+            assert torch.allclose(split[attn.bool()], full[attn.bool()], atol=1e-6), k
+    assert head.n_layers(model) == 2
