@@ -33,7 +33,7 @@ import torch  # noqa: E402
 from tokendyn.checks import check_choice, check_range  # noqa: E402
 from tokendyn.models import shipped  # noqa: E402
 from tokendyn.training.head import HeadSettings, export_head, train_head  # noqa: E402
-from tokendyn.training.loop import timestamped_log  # noqa: E402
+from tokendyn.training.loop import start_run  # noqa: E402
 from tokendyn.training.mlm import IncompatibleCheckpoint  # noqa: E402
 
 DEFAULTS = HeadSettings(model="")
@@ -108,14 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_windows is not None:
         check_range("max_windows", args.max_windows, 1, None, integer=True)
 
-    torch.set_num_threads(args.threads)
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available()
-                          else ("cpu" if args.device == "auto" else args.device))
     ck = Path(args.ckpt_dir) / args.model
-    ck.mkdir(parents=True, exist_ok=True)
-    fh = open(ck / "train.log", "a")
-    log = timestamped_log(fh)
-    log(f"args {vars(args)} device {device}")
+    device, log = start_run(ck, device=args.device, threads=args.threads, args=vars(args))
     settings = HeadSettings(**{k: getattr(args, k) for k in HeadSettings.__dataclass_fields__})
     try:
         run = train_head(settings, ck, device=device, stop=args.stop_at, ckpt_minutes=args.ckpt_minutes,

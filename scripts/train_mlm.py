@@ -42,7 +42,7 @@ import torch  # noqa: E402
 from tokendyn.checks import check_choice, check_range  # noqa: E402
 from tokendyn.evaluation import evaluate  # noqa: E402
 from tokendyn.models import shipped  # noqa: E402
-from tokendyn.training.loop import timestamped_log  # noqa: E402
+from tokendyn.training.loop import start_run  # noqa: E402
 from tokendyn.training.mlm import (DEFAULTS, IncompatibleCheckpoint, MLMSettings,  # noqa: E402
                                    TrainedMLM, train_mlm)
 
@@ -111,14 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.init_from is not None and not (Path(args.init_from) / shipped.WEIGHTS).is_file():
         raise SystemExit(f"--init-from {args.init_from}: no {shipped.WEIGHTS} there")
 
-    torch.set_num_threads(args.threads)
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available()
-                          else ("cpu" if args.device == "auto" else args.device))
     ck = Path(args.ckpt_dir) / args.model
-    ck.mkdir(parents=True, exist_ok=True)
-    fh = open(ck / "train.log", "a")
-    log = timestamped_log(fh)
-    log(f"args {vars(args)} device {device}")
+    device, log = start_run(ck, device=args.device, threads=args.threads, args=vars(args))
     settings = MLMSettings(**{k: getattr(args, k) for k in MLMSettings.__dataclass_fields__})
     try:
         run = train_mlm(settings, ck, device=device, stop=args.stop_at, ckpt_minutes=args.ckpt_minutes,

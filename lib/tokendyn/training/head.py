@@ -56,7 +56,7 @@ from ..paths import data_dir
 from .corpus import make_chunks, training_texts
 from .loop import Progress, run_steps, save_atomic
 from .masking import mask_batch, special_token_mask
-from .mlm import IncompatibleCheckpoint, TrainedMLM, make_optimizer, set_trainable
+from .mlm import IncompatibleCheckpoint, TrainedMLM, check_resumable, make_optimizer, set_trainable
 from .schedule import lr_at
 
 MANIFEST = "manifest.json"
@@ -385,13 +385,7 @@ def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list
     last = ckpt / CHECKPOINT
     if last.is_file():
         state = torch.load(last, weights_only=True)
-        if state["fixed"] != s.fixed():
-            raise IncompatibleCheckpoint(f"checkpoint {last} was made with {state['fixed']}, "
-                                         f"not {s.fixed()}: move it away to start over")
-        old_stable_end = state["steps"] - state["decay"]
-        if state["steps"] != s.steps and state["step"] > min(old_stable_end, s.steps - s.decay):
-            raise IncompatibleCheckpoint(f"checkpoint at step {state['step']} is past the stable phase; "
-                                         f"cannot change steps from {state['steps']} to {s.steps}")
+        check_resumable(state, last, s.fixed(), s.steps, s.decay)
         model.load_state_dict(state["model"], strict=False)
         opt.load_state_dict(state["opt"])
         progress = Progress(step=state["step"], elapsed=state["elapsed"], losses=list(state["losses"]))

@@ -54,6 +54,19 @@ def timestamped_log(fh: IO[str] | None = None) -> Callable[[str], None]:
     return log
 
 
+def start_run(folder: Path, *, device: str, threads: int, args: dict[str, Any]) -> tuple[torch.device, Callable[[str], None]]:
+    """What a training script does first: set ``threads``, resolve ``device`` (``"auto"`` is CUDA
+    when present), create ``folder`` and a timestamped log appending to ``folder/train.log``, and
+    log ``args``. Returns ``(device, log)``."""
+    torch.set_num_threads(threads)
+    dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available()
+                       else ("cpu" if device == "auto" else device))
+    folder.mkdir(parents=True, exist_ok=True)
+    log = timestamped_log(open(folder / "train.log", "a"))
+    log(f"args {args} device {dev}")
+    return dev, log
+
+
 def run_steps(opt: torch.optim.Optimizer, loss_at: Callable[[int], torch.Tensor], *,
               params: list[nn.Parameter], lr_at_step: Callable[[int], float], stop: int,
               total: int | None = None, progress: Progress | None = None,

@@ -95,6 +95,19 @@ class IncompatibleCheckpoint(RuntimeError):
     """The checkpoint in the folder was made with other settings, or cannot be lengthened."""
 
 
+def check_resumable(state: dict[str, Any], path: Path, fixed: dict[str, Any], steps: int, decay: int) -> None:
+    """Refuse to resume ``state`` (a checkpoint read from ``path``) unless it was made with the
+    ``fixed`` settings, and, when the step count changed, unless it is still in its stable phase
+    (before the decay that its own ``steps`` and the new ``steps`` put last)."""
+    if state["fixed"] != fixed:
+        raise IncompatibleCheckpoint(f"checkpoint {path} was made with {state['fixed']}, "
+                                     f"not {fixed}: move it away to start over")
+    old_stable_end = state["steps"] - state["decay"]
+    if state["steps"] != steps and state["step"] > min(old_stable_end, steps - decay):
+        raise IncompatibleCheckpoint(f"checkpoint at step {state['step']} is past the stable phase; "
+                                     f"cannot change --steps from {state['steps']} to {steps}")
+
+
 def set_trainable(model: torch.nn.Module, trainable: list[str]) -> tuple[set[str], dict[str, list[int]]]:
     """Freeze ``model`` except the ``trainable`` names (``"w[103]"`` trains one row of ``w``: a
     gradient hook zeroes the others). Returns the trained parameter names and, per row-trained
@@ -213,13 +226,7 @@ def train_mlm(s: MLMSettings, ckpt: Path, *, device: torch.device, stop: int | N
     last = ckpt / "last.pt"
     if last.is_file():
         state = torch.load(last, weights_only=True)
-        if {**_FIXED_BEFORE, **state["fixed"]} != s.fixed():
-            raise IncompatibleCheckpoint(f"checkpoint {last} was made with {state['fixed']}, "
-                                         f"not {s.fixed()}: move it away to start over")
-        old_stable_end = state["steps"] - state["decay"]
-        if state["steps"] != s.steps and state["step"] > min(old_stable_end, s.steps - s.decay):
-            raise IncompatibleCheckpoint(f"checkpoint at step {state['step']} is past the stable phase; "
-                                         f"cannot change --steps from {state['steps']} to {s.steps}")
+        check_resumable({**state, "fixed": {**_FIXED_BEFORE, **state["fixed"]}}, last, s.fixed(), s.steps, s.decay)
         model.load_state_dict(state["model"], strict=False)
         opt.load_state_dict(state["opt"])
         progress = Progress(step=state["step"], elapsed=state["elapsed"])
