@@ -55,3 +55,25 @@ def test_rows_round_trip_with_their_command(tmp_path):
     rows, meta = results.load_rows(p)
     assert rows == [{"K": 4, "rate": 0.1, "bound": False}]
     assert meta["command"].startswith("papermill") and meta["provenance"]["seed"] == 3
+
+
+def test_git_state_names_the_commit_and_ignores_re_executed_notebooks(tmp_path):
+    import subprocess
+
+    def git(*a):
+        subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "book").mkdir()
+    (tmp_path / "lib.py").write_text("x = 1\n")
+    (tmp_path / "book" / "ch.ipynb").write_text("{}\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    state = results.git_state(tmp_path)
+    assert len(state["git_commit"]) == 40 and state["git_dirty"] is False
+    (tmp_path / "book" / "ch.ipynb").write_text('{"executed": true}\n')   # a chapter re-executed in place
+    assert results.git_state(tmp_path)["git_dirty"] is False
+    (tmp_path / "lib.py").write_text("x = 2\n")                           # the code changed
+    assert results.git_state(tmp_path)["git_dirty"] is True
+    assert results.git_state(tmp_path / "nowhere") == {"git_commit": None, "git_dirty": None}
+    assert "git_commit" in results.provenance({}, 0, [])

@@ -80,10 +80,15 @@ def _fill(app, doctree, docname) -> None:
     records, where = _records(app)
     board = claims.scoreboard_from(records)
     made = []
+    out = Path(app.outdir) / "results"  # each record, to download beside the pages
+    out.mkdir(parents=True, exist_ok=True)
     for rec in records:
         prov = rec.get("provenance", {})
+        name = rec.get("chapter", "?")
+        (out / f"{name}.json").write_text(json.dumps(rec, indent=2, sort_keys=True) + "\n")
         commit = (prov.get("git_commit") or "?")[:10] + (" (uncommitted changes)" if prov.get("git_dirty") else "")
-        made.append(f"<li><code>{rec.get('chapter', '?')}</code>: tokendyn {prov.get('tokendyn_version', '?')}, "
+        made.append(f"<li><a href=\"../results/{name}.json\"><code>{name}.json</code></a>: "
+                    f"tokendyn {prov.get('tokendyn_version', '?')}, "
                     f"commit {commit}, seed {prov.get('seed')}, {prov.get('device', '?')} {prov.get('dtype', '')}, "
                     f"written {prov.get('written_at', '?')}</li>")
     sources = (f"<p>Built from {len(records)} results records in {where}:</p>"

@@ -26,8 +26,10 @@ from .paths import results_dir
 def git_state(root: Path | None = None) -> dict[str, Any]:
     """``{"git_commit": sha or None, "git_dirty": bool or None}`` of the checkout holding the library.
 
-    Dirty means a tracked file differs from the commit (untracked files do not count). Outside a
-    checkout, or without git, both are None: an installed copy cannot say which code made it.
+    Dirty means a tracked file differs from the commit (untracked files do not count), other than
+    the chapter notebooks ``book/*.ipynb``: re-executing a chapter in place rewrites its own file,
+    so counting it would mark every re-execution dirty. Outside a checkout, or without git, both
+    are None: an installed copy cannot say which code made it.
     """
     from .paths import repo_root
 
@@ -37,7 +39,8 @@ def git_state(root: Path | None = None) -> dict[str, Any]:
     try:
         sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=20, check=True).stdout.strip()
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
+                                 ".", ":(exclude)book/*.ipynb"],
                                 capture_output=True, text=True, timeout=60, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return {"git_commit": None, "git_dirty": None}
