@@ -54,10 +54,9 @@ from ..evaluation import PROBE_FILE, cloze_probe, evaluate, head_logits, is_held
 from ..models import shipped
 from ..paths import data_dir
 from .corpus import make_chunks, training_texts
-from .loop import Progress, run_steps, save_atomic
+from .loop import Progress, save_atomic
 from .masking import mask_batch, special_token_mask
-from .mlm import IncompatibleCheckpoint, TrainedMLM, check_resumable, make_optimizer, set_trainable
-from .schedule import lr_at
+from .mlm import IncompatibleCheckpoint, TrainedMLM, check_resumable, make_optimizer, run_schedule, set_trainable
 
 MANIFEST = "manifest.json"
 CHECKPOINT = "head.pt"
@@ -419,10 +418,8 @@ def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list
 
     model.train()
     if train:
-        run_steps(opt, loss_at, params=params,
-                  lr_at_step=lambda step: lr_at(step, s.lr, s.steps, s.warmup, s.decay),
-                  stop=s.steps if stop is None else min(stop, s.steps), total=s.steps, progress=progress,
-                  save=save, save_every_seconds=ckpt_minutes * 60, log_every=20, log=log)
+        run_schedule(opt, loss_at, s, params=params, stop=stop, progress=progress, save=save,
+                     ckpt_minutes=ckpt_minutes, log=log)
     model.eval()
     return TrainedHead(model=model, tokenizer=tok, trainable=trainable, step=progress.step,
                        elapsed=progress.elapsed, init_meta=None, history=history)

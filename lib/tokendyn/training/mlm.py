@@ -108,6 +108,18 @@ def check_resumable(state: dict[str, Any], path: Path, fixed: dict[str, Any], st
                                      f"cannot change --steps from {state['steps']} to {steps}")
 
 
+def run_schedule(opt: torch.optim.Optimizer, loss_at: Callable[[int], torch.Tensor], s: Any, *,
+                 params: list[torch.nn.Parameter], stop: int | None, progress: Progress,
+                 save: Callable[[Progress], None], ckpt_minutes: float, log: Callable[[str], None]) -> Progress:
+    """:func:`~.loop.run_steps` on the shipped MLMs' schedule: ``s``'s warmup-stable-decay rate over
+    ``s.steps`` (``s.lr``, ``s.warmup``, ``s.decay``), up to ``stop`` (default all), a checkpoint every
+    ``ckpt_minutes`` and a log line every 20 steps. Shared by the MLM and the head recipes."""
+    return run_steps(opt, loss_at, params=params,
+                     lr_at_step=lambda step: lr_at(step, s.lr, s.steps, s.warmup, s.decay),
+                     stop=s.steps if stop is None else min(stop, s.steps), total=s.steps, progress=progress,
+                     save=save, save_every_seconds=ckpt_minutes * 60, log_every=20, log=log)
+
+
 def set_trainable(model: torch.nn.Module, trainable: list[str]) -> tuple[set[str], dict[str, list[int]]]:
     """Freeze ``model`` except the ``trainable`` names (``"w[103]"`` trains one row of ``w``: a
     gradient hook zeroes the others). Returns the trained parameter names and, per row-trained
@@ -267,9 +279,7 @@ def train_mlm(s: MLMSettings, ckpt: Path, *, device: torch.device, stop: int | N
 
     model.train()
     if train:
-        run_steps(opt, loss_at, params=params,
-                  lr_at_step=lambda step: lr_at(step, s.lr, s.steps, s.warmup, s.decay),
-                  stop=s.steps if stop is None else min(stop, s.steps), total=s.steps, progress=progress,
-                  save=save, save_every_seconds=ckpt_minutes * 60, log_every=20, log=log)
+        run_schedule(opt, loss_at, s, params=params, stop=stop, progress=progress, save=save,
+                     ckpt_minutes=ckpt_minutes, log=log)
     return TrainedMLM(model=model, tokenizer=tok, trainable=trainable, step=progress.step,
                       elapsed=progress.elapsed, init_meta=init_meta)
