@@ -5,17 +5,25 @@
     python scripts/train_context_latent.py flow      # rectified-flow transformer over [32, 384]
     python scripts/train_context_latent.py export    # safetensors (fp16) + config.json + README
     python scripts/train_context_latent.py all
+    python scripts/train_context_latent.py flow-ladder --steps 10000 --snapshots 1000,3000,10000
+    python scripts/train_context_latent.py export-ladder   # each snapshot as a loadable model folder
 
 Every stage checkpoints under checkpoints/context-latent/ and resumes when rerun: the encoder writes
 one shard per 2,048 windows, the readout and the flow use the resumable loop of
 ``tokendyn.training.loop.train`` (a killed run ends at the same weights). Progress goes to stdout.
 ``readout`` and ``flow`` only need ``encode``, so they can run side by side (``--threads 1`` each).
+
+``flow-ladder`` (issue 28, item 3) trains the same flow (width, depth, batch, rate, data, seed) for
+longer, in checkpoints/context-latent-ladder/, and snapshots it on the way; see :func:`flow_ladder`.
+It never touches the shipped flow or checkpoints/context-latent/flow.pt, and runs ``encode`` first if
+the states are missing (that stage resumes by shard).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from dataclasses import asdict
@@ -25,17 +33,23 @@ import torch
 
 from tokendyn.integrity import write_sums
 from tokendyn.latent.contextual import LinearReadout, encoder_states, load_encoder, model_dir, windows
-from tokendyn.latent.flow import FlowConfig
+from tokendyn.latent.flow import FlowConfig, flow_loss
 from tokendyn.latent.text import split_documents
 from tokendyn.latent.tube import readout_margins
 from tokendyn.paths import repo_root
 from tokendyn.training.latents import train_flow
-from tokendyn.training.loop import train
+from tokendyn.training.loop import save_atomic, timestamped_log, train
+from tokendyn.training.schedule import warmup_cosine
 
 CKPT = (repo_root() or Path.cwd()) / "checkpoints" / "context-latent"
 P = dict(seed=0, heldout_every=20, seq_len=32, readout_steps=600, readout_batch=512, readout_lr=2e-3,
          flow_steps=3000, flow_batch=48, flow_lr=1e-3, flow_width=256, flow_depth=4, flow_ff=768)
 SHARD = 2048
+LADDER = CKPT.parent / "context-latent-ladder"
+# The ladder's fixed evaluation: this many windows of each split, each scored under this many draws
+# of (time, noise), all from one generator of this seed (the same numbers at every snapshot).
+EVAL = dict(windows=1024, draws=2, seed=28)
+LADDER_CKPT_EVERY = 200  # steps between the ladder's checkpoints (about 3 to 5 minutes on one thread)
 
 
 def split_ids(split: str) -> torch.Tensor:
@@ -141,12 +155,184 @@ def train_readout(ckpt: Path) -> LinearReadout:
     return head
 
 
+def flow_config(dim: int) -> FlowConfig:
+    return FlowConfig(dim=dim, seq_len=P["seq_len"], width=P["flow_width"], depth=P["flow_depth"],
+                      heads=4, ff=P["flow_ff"])
+
+
 def train_flow_stage(ckpt: Path):
     z, _ = latents(ckpt, "train")
-    cfg = FlowConfig(dim=z.shape[-1], seq_len=P["seq_len"], width=P["flow_width"], depth=P["flow_depth"],
-                     heads=4, ff=P["flow_ff"])
+    cfg = flow_config(z.shape[-1])
     return train_flow(z, cfg, seed=P["seed"], steps=P["flow_steps"], batch=P["flow_batch"], lr=P["flow_lr"],
                       checkpoint=ckpt / "flow.pt", label="flow"), cfg
+
+
+def ensure_states(ckpt: Path) -> None:
+    """Run ``encode`` unless it finished (it writes ``standardise.pt`` after its last shard)."""
+    if not (ckpt / "standardise.pt").is_file():
+        print(f"{ckpt} holds no finished encoder states: running encode first", flush=True)
+        encode(ckpt)
+
+
+@torch.no_grad()
+def fixed_flow_loss(flow, z: torch.Tensor, windows: int, draws: int, seed: int, chunk: int = 256) -> float:
+    """The rectified-flow loss of ``flow`` on a fixed sample: ``windows`` rows of ``z`` (a seeded
+    permutation), each under ``draws`` draws of time and noise, all drawn from one generator seeded
+    ``seed``. The same rows, times and noise at every call, so two snapshots differ only by weights."""
+    g = torch.Generator().manual_seed(seed)
+    x = z[torch.randperm(len(z), generator=g)[:windows]]
+    total = 0.0
+    for _ in range(draws):
+        for c in x.split(chunk):
+            total += float(flow_loss(flow, c, g)) * len(c)
+    return total / (draws * len(x))
+
+
+def snapshot_path(ladder: Path, step: int) -> Path:
+    return ladder / f"flow-step{step:05d}.pt"
+
+
+def flow_ladder(ckpt: Path, ladder: Path, steps: int, snapshots: list[int],
+                log=print, checkpoint_every: int = LADDER_CKPT_EVERY, log_every: int = 100) -> list[dict]:
+    """Train the shipped flow's recipe for ``steps`` steps in ``ladder/flow.pt`` and snapshot its
+    weights after each step of ``snapshots`` (``steps`` is always one) in ``ladder/flow-stepNNNNN.pt``.
+
+    Same width, depth, heads, batch, peak rate, seed, initialisation and training latents as the
+    ``flow`` stage; the rate follows the same schedule as the shipped flow, that of
+    :func:`tokendyn.training.loop.train` (100-step linear warmup, then a cosine decay to 0), but over
+    ``steps``. So only the last snapshot has decayed to rate 0, as the shipped 3,000-step flow did;
+    the earlier ones are taken mid-schedule (at 1,000 and 3,000 of 10,000 steps the rate is still
+    0.98 and 0.79 of its peak), which is what a ladder of training lengths from one run can give. With
+    ``steps`` = 3000 the last snapshot is the shipped recipe's flow.
+
+    Training runs in segments that end at the snapshot steps (``train(..., stop=s)``), each resuming
+    from ``ladder/flow.pt`` (written every ``checkpoint_every`` steps and at each snapshot); a rerun
+    after a kill, anywhere, skips the snapshots already written and ends at the same weights as an
+    uninterrupted run. ``ladder/run.json`` records the recipe: a rerun with another one is refused.
+
+    Each snapshot holds the flow's ``model`` state dict, its ``flow_config``, the ``step``, the rate
+    multiplier of its last step, the training log (``train_losses``: the mean loss of each
+    ``log_every`` steps, and of the steps since the last log at a snapshot; a resume starts a new
+    stretch, so with ``checkpoint_every`` a multiple of ``log_every``, as by default, the log is the
+    uninterrupted run's) and ``train_loss`` (its last entry: the running loss of the steps just
+    before the snapshot), and the flow loss of one fixed seeded sample of held-out windows and one
+    of training windows (:func:`fixed_flow_loss` with :data:`EVAL`), computed the same way at every
+    snapshot. ``ladder/losses.json`` lists them all, without weights.
+    Returns that list.
+    """
+    snaps = sorted(set(snapshots) | {steps})
+    if snaps[0] < 1 or snaps[-1] > steps:
+        raise ValueError(f"snapshots must lie in [1, {steps}]: {snapshots}")
+    z, _ = latents(ckpt, "train")
+    zh, _ = latents(ckpt, "heldout")
+    cfg = flow_config(z.shape[-1])
+    recipe = {"steps": steps, "batch": P["flow_batch"], "lr": P["flow_lr"], "seed": P["seed"],
+              "schedule": "loop.train: 100-step warmup, cosine to 0 over steps", "flow": asdict(cfg),
+              "eval": EVAL, "train_windows": len(z), "heldout_windows": len(zh)}
+    ladder.mkdir(parents=True, exist_ok=True)
+    run_file = ladder / "run.json"
+    if run_file.is_file() and json.loads(run_file.read_text()) != json.loads(json.dumps(recipe)):
+        raise ValueError(f"{ladder} holds a ladder of another recipe ({run_file}): use another --ladder-dir "
+                         f"or delete it. Recorded {run_file.read_text()}, asked {json.dumps(recipe)}")
+    run_file.write_text(json.dumps(recipe, indent=2) + "\n")
+    ck = ladder / "flow.pt"
+    at = int(torch.load(ck, weights_only=True)["step"]) if ck.is_file() else 0
+    for s in snaps:
+        if snapshot_path(ladder, s).is_file():
+            continue
+        if at > s:
+            raise RuntimeError(f"{ck} is at step {at}, past the missing snapshot {snapshot_path(ladder, s)}")
+        flow, losses = train_flow(z, cfg, seed=P["seed"], steps=steps, batch=P["flow_batch"], lr=P["flow_lr"],
+                                  checkpoint=ck, label="flow-ladder", log=log, stop=s,
+                                  checkpoint_every=checkpoint_every, log_every=log_every)
+        at = s
+        rec = {"step": s, "total_steps": steps, "lr_multiplier": warmup_cosine(s - 1, steps),
+               "train_loss": losses[-1], "train_losses": list(losses),
+               "heldout_flow_loss": fixed_flow_loss(flow, zh, **EVAL),
+               "train_fixed_flow_loss": fixed_flow_loss(flow, z, **EVAL), "eval": EVAL}
+        save_atomic({"model": flow.state_dict(), "flow_config": asdict(cfg), **rec}, snapshot_path(ladder, s))
+        log(f"[flow-ladder] snapshot {snapshot_path(ladder, s).name}: running train loss {rec['train_loss']:.4f}, "
+            f"fixed held-out {rec['heldout_flow_loss']:.4f}, fixed train {rec['train_fixed_flow_loss']:.4f}")
+    summary = []
+    for f in sorted(ladder.glob("flow-step*.pt")):
+        rec = torch.load(f, weights_only=True)
+        summary.append({k: v for k, v in rec.items() if k not in ("model", "train_losses")} | {"file": f.name})
+    (ladder / "losses.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def compare_standardise(ckpt: Path, source: Path) -> dict:
+    """How far ``ckpt/standardise.pt`` (the statistics the ladder's latents use) is from the shipped
+    ``source/standardise.safetensors`` (those of the shipped readout): largest mean difference in
+    units of the shipped std, largest relative std difference, and whether both drop the same coordinates."""
+    from safetensors.torch import load_file
+
+    from tokendyn.integrity import verify
+
+    st = torch.load(ckpt / "standardise.pt", weights_only=True)
+    sh = load_file(verify(source / "standardise.safetensors"))
+    if not torch.equal(st["keep"], sh["keep"].bool()):
+        return {"same_coordinates": False}
+    return {"same_coordinates": True,
+            "max_mean_diff_in_std": float(((st["mean"] - sh["mean"]).abs() / sh["std"]).max()),
+            "max_std_rel_diff": float(((st["std"] - sh["std"]).abs() / sh["std"]).max())}
+
+
+LADDER_COMMAND = ("nice -n 19 .venv/bin/python scripts/train_context_latent.py flow-ladder "
+                  "--steps {steps} --snapshots {snaps} --threads 1")
+
+
+def export_ladder(ladder: Path, source: Path | None = None, ckpt: Path | None = None) -> list[Path]:
+    """Write every snapshot of ``ladder`` as a model folder ``ladder/model-stepNNNNN/`` that
+    :func:`tokendyn.latent.contextual.load_context_latent` loads like the shipped one: the shipped
+    (``source``, default data/models/context-latent) standardisation and readout, copied after their
+    digest check, and the snapshot's flow in fp16, with ``SHA256SUMS``, ``config.json`` (the shipped
+    one with the flow's training and a ``ladder`` entry holding the snapshot's losses) and a README.
+    Only the flow differs between rungs. ``ckpt``: record :func:`compare_standardise` against it."""
+    from safetensors.torch import save_file
+
+    from tokendyn.integrity import verify
+
+    src = source if source is not None else model_dir()
+    for f in ("standardise.safetensors", "readout.safetensors"):
+        verify(src / f)
+    base = json.loads((src / "config.json").read_text())
+    drift = compare_standardise(ckpt, src) if ckpt is not None and (ckpt / "standardise.pt").is_file() else None
+    files = sorted(ladder.glob("flow-step*.pt"))
+    snaps = ",".join(str(int(f.stem.removeprefix("flow-step"))) for f in files)
+    out = []
+    for f in files:
+        snap = torch.load(f, weights_only=True)
+        if snap["flow_config"]["dim"] != base["dim"]:
+            raise ValueError(f"{f} is a flow over {snap['flow_config']['dim']}-d latents, {src} reads {base['dim']}-d")
+        d = ladder / f"model-step{snap['step']:05d}"
+        d.mkdir(parents=True, exist_ok=True)
+        for name in ("standardise.safetensors", "readout.safetensors"):
+            shutil.copyfile(src / name, d / name)
+        save_file({k: v.detach().half().contiguous() for k, v in snap["model"].items()}, d / "flow.safetensors")
+        write_sums(d)
+        info = {k: v for k, v in snap.items() if k not in ("model", "train_losses", "flow_config")}
+        cmd = LADDER_COMMAND.format(steps=snap["total_steps"], snaps=snaps)
+        cfg = base | {"flow": snap["flow_config"],
+                      "training": base["training"] | {"flow_steps": snap["step"],
+                                                      "flow_schedule_steps": snap["total_steps"]},
+                      "final_flow_loss": round(snap["train_loss"], 5),
+                      "ladder": info | {"source": str(src), "standardise_vs_source": drift},
+                      "command": cmd}
+        cfg.pop("train_minutes_export", None)
+        (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+        (d / "README.md").write_text(
+            f"# context-latent ladder rung: the flow after {snap['step']} of {snap['total_steps']} steps\n\n"
+            f"Not shipped (checkpoints/ only). Standardisation and readout are {src.name}'s, copied; the flow\n"
+            f"is the same recipe as the shipped one trained {snap['step']} steps of a schedule over\n"
+            f"{snap['total_steps']} (rate x {snap['lr_multiplier']:.3f} of its peak at this step).\n"
+            f"Running train loss {snap['train_loss']:.4f}; fixed held-out flow loss "
+            f"{snap['heldout_flow_loss']:.4f}, fixed train {snap['train_fixed_flow_loss']:.4f} ({snap['eval']}).\n\n"
+            f"Made by `{cmd}` then `export-ladder`.\n"
+            f"Load: `from tokendyn.latent.contextual import load_context_latent; "
+            f"m = load_context_latent(\"{d}\")`.\n")
+        out.append(d)
+    return out
 
 
 def export(ckpt: Path, t_start: float, out: Path | None = None, snapshot: bool = False) -> None:
@@ -226,14 +412,35 @@ The ELF analogue of Part II (book/05_tube_law.ipynb, book/06_dabi_cci.ipynb), tr
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("stage", choices=["encode", "readout", "flow", "export", "all"])
+    ap.add_argument("stage", choices=["encode", "readout", "flow", "export", "all", "flow-ladder", "export-ladder"])
     ap.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
     ap.add_argument("--ckpt-dir", type=Path, default=CKPT)
     ap.add_argument("--out", type=Path, default=None, help="export folder (default data/models/context-latent)")
     ap.add_argument("--snapshot", action="store_true", help="export the checkpoints as they stand (preview)")
+    ap.add_argument("--ladder-dir", type=Path, default=LADDER, help="flow-ladder's own checkpoint folder")
+    ap.add_argument("--steps", type=int, default=10_000, help="flow-ladder: steps of the run (the schedule's length)")
+    ap.add_argument("--snapshots", default="1000,3000,10000", help="flow-ladder: steps to snapshot, comma-separated")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     t0 = time.time()
+    if a.stage == "flow-ladder":
+        ensure_states(a.ckpt_dir)
+        drift = compare_standardise(a.ckpt_dir, model_dir())
+        print(f"standardisation vs the shipped model's: {drift}", flush=True)
+        if not drift["same_coordinates"] or drift["max_mean_diff_in_std"] > 1e-2 or drift["max_std_rel_diff"] > 1e-2:
+            raise SystemExit(f"{a.ckpt_dir}'s states are not those of the shipped model ({drift}): its readout "
+                             "would not read this flow's latents; re-encode or compare by hand")
+        a.ladder_dir.mkdir(parents=True, exist_ok=True)
+        log = timestamped_log(open(a.ladder_dir / "train.log", "a"))
+        log(f"flow-ladder: steps {a.steps}, snapshots {a.snapshots}, threads {a.threads}, into {a.ladder_dir}")
+        flow_ladder(a.ckpt_dir, a.ladder_dir, a.steps, [int(x) for x in a.snapshots.split(",") if x], log=log)
+        for d in export_ladder(a.ladder_dir, ckpt=a.ckpt_dir):
+            log(f"exported {d}")
+        return 0
+    if a.stage == "export-ladder":
+        for d in export_ladder(a.ladder_dir, ckpt=a.ckpt_dir):
+            print(f"exported {d}", flush=True)
+        return 0
     if a.stage in ("encode", "all"):
         encode(a.ckpt_dir)
     if a.stage in ("readout", "all"):

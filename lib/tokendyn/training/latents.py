@@ -28,13 +28,17 @@ def batch_of(data: torch.Tensor, size: int, g: torch.Generator,
 
 def train_flow(latents: torch.Tensor, cfg: FlowConfig, *, seed: int, steps: int, batch: int, lr: float,
                checkpoint: Path, label: str, device: str | torch.device = "cpu",
-               log: Callable[[str], None] = print) -> tuple[VelocityNet, list[float]]:
+               log: Callable[[str], None] = print, stop: int | None = None,
+               checkpoint_every: int = 200, log_every: int = 100) -> tuple[VelocityNet, list[float]]:
     """A rectified flow on ``latents (N, seq_len, dim)``, initialised from ``seed + 1``, trained
-    ``steps`` steps of ``batch`` (resuming from ``checkpoint``). Returns the net and its logged losses."""
+    ``steps`` steps of ``batch`` (resuming from ``checkpoint``, written every ``checkpoint_every``
+    steps; the mean loss logged every ``log_every``). ``stop``: end this call at that step, as
+    :func:`~tokendyn.training.loop.train`. Returns the net and its logged losses."""
     g = torch.Generator().manual_seed(seed + 1)
     flow = init_weights(VelocityNet(cfg), g).to(device)
     losses = train(flow, lambda gen: flow_loss(flow, batch_of(latents, batch, gen, device), gen),
-                   steps=steps, lr=lr, generator=g, checkpoint=checkpoint, label=label, log=log)
+                   steps=steps, lr=lr, generator=g, checkpoint=checkpoint, label=label, log=log,
+                   stop=stop, checkpoint_every=checkpoint_every, log_every=log_every)
     return flow, losses
 
 

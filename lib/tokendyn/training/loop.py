@@ -120,15 +120,23 @@ def run_steps(opt: torch.optim.Optimizer, loss_at: Callable[[int], torch.Tensor]
 def train(model: nn.Module, loss_fn: Callable[[torch.Generator], torch.Tensor], *, steps: int,
           lr: float, generator: torch.Generator, checkpoint: str | Path | None = None,
           checkpoint_every: int = 200, log_every: int = 100, label: str = "train",
-          log: Callable[[str], None] = print) -> list[float]:
+          log: Callable[[str], None] = print, stop: int | None = None) -> list[float]:
     """Run AdamW (no weight decay) with a 100-step warmup and cosine decay for ``steps`` steps;
     resume from ``checkpoint`` if it exists.
 
     ``loss_fn(generator)`` draws its own batch and noise from ``generator`` and returns a scalar loss.
     Returns the logged running losses. The checkpoint holds model, optimiser, step, generator state
     and the loss log; it is written every ``checkpoint_every`` steps and at the end.
+
+    ``stop`` (default ``steps``) ends this call after step ``stop`` (checkpointed there) while the
+    rate still follows the schedule over ``steps``: a run in segments, each call resuming where the
+    last stopped, ends at the same weights as one call (``scripts/train_context_latent.py
+    flow-ladder`` snapshots the weights between segments). A checkpoint already at or past ``stop``
+    takes no step.
     """
     check_range("steps", steps, 1, None, integer=True)
+    stop = steps if stop is None else stop
+    check_range("stop", stop, 1, steps, integer=True)
     check_range("lr", lr, 0, 1, lo_open=True)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     progress = Progress()
@@ -149,7 +157,7 @@ def train(model: nn.Module, loss_fn: Callable[[torch.Generator], torch.Tensor], 
 
     model.train()
     run_steps(opt, lambda step: loss_fn(generator), params=list(model.parameters()),
-              lr_at_step=lambda step: lr * warmup_cosine(step, steps), stop=steps, progress=progress,
+              lr_at_step=lambda step: lr * warmup_cosine(step, steps), stop=stop, total=steps, progress=progress,
               save=save if ckpt is not None else None, save_every_steps=checkpoint_every,
               log_every=log_every, log=log, label=label)
     model.eval()
