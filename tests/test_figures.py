@@ -87,11 +87,15 @@ def test_stationary_laws_shows_the_likeliest_states_of_the_exact_law():
     exact = m.gibbs_law(1.0)
     emp = torch.full_like(exact, 1 / len(exact))
     chart = figures.stationary_laws({"potts": (states, exact, emp)}, top=3)
-    rows = [r for r in _rows(chart) if r["law"] == "exact"]
+    rows = _rows(chart)
     top = exact.argsort(descending=True)[:3]
     assert [r["state"] for r in rows] == [str(states[k].tolist()) for k in top]
-    assert [r["probability"] for r in rows] == pytest.approx(exact[top].tolist())
-    assert _spec(chart)["encoding"]["x"]["title"] == "3 most likely states"
+    assert [r["exact"] for r in rows] == pytest.approx(exact[top].tolist())
+    assert [r["empirical"] for r in rows] == pytest.approx([1 / len(exact)] * 3)
+    spec = _spec(chart)
+    assert spec["spec"]["layer"][0]["encoding"]["x"]["title"] == "3 most likely states"
+    # bars for the chains, ticks for the exact law: two marks, told apart by the legend's colours
+    assert [layer["mark"]["type"] for layer in spec["spec"]["layer"]] == ["bar", "tick"]
 
 
 def test_dwell_survival_draws_the_geometric_law():
@@ -205,7 +209,10 @@ def test_tube_figures():
                           "response": [0.0, 0.2]})
     assert _spec(figures.cliff(cliff))["resolve"]["scale"]["y"] == "independent"
     gen = pd.DataFrame({"K": [1, 1], "sampler": ["ODE", "SDE"], "bigram PPL": [10.0, 20.0]})
-    assert _spec(figures.generation_perplexity(gen, 123.4))["title"].endswith("(held-out real text: 123)")
+    spec = _spec(figures.generation_perplexity(gen, 123.4))
+    assert spec["title"].endswith("(dashed: held-out real text, 123)")
+    # no bars on the log axis (a bar there has no baseline and draws nothing)
+    assert all(layer["mark"]["type"] != "bar" for layer in spec["layer"])
     two = _rows(figures.tube_mass(np.array([0.1, 1.0]), {"a": [0.0, 0.5], "b": [0.1, 0.2]}))
     assert sorted({r["model"] for r in two}) == ["a", "b"] and len(two) == 4
     ti = pd.DataFrame({"model": ["m"] * 2, "K": [4, 4], "residual": ["structured", "isotropic"], "rate": [0.3, 0.0],
@@ -217,7 +224,10 @@ def test_dabi_figures():
     d = pd.DataFrame({"decoder": ["a", "a"], "kind": ["text"] * 2, "norm": [0.1, 1.0], "DABI": [100.0, 50.0],
                       "lo": [80.0, 40.0], "hi": [120.0, 60.0]})
     spec = _spec(figures.dabi_curves(d))
-    assert len(spec["layer"]) == 3
+    assert len(spec["layer"]) == 4
+    # the "kind" legend tells kinds apart by shape (a stroke-dash legend over dotted lines did not)
+    shapes = [layer["encoding"]["shape"] for layer in spec["layer"] if "shape" in layer.get("encoding", {})]
+    assert shapes and len(set(shapes[0]["scale"]["range"])) == 3
     with pytest.raises(ValueError, match="lacks columns"):
         figures.dabi_curves(d.drop(columns="lo"))
     f = pd.DataFrame({"decoder": ["a"] * 2, "norm": [1.0, 1.0], "direction": ["structured", "isotropic"],
@@ -226,6 +236,14 @@ def test_dabi_figures():
     t = pd.DataFrame({"system": ["x", "y"], "DABI": [1.0, 500.0], "CCI": [0.0, 1.0], "source": ["ours", "paper"],
                       "few-step works": ["works", "fails"]})
     assert {r["system"] for r in _rows(figures.taxonomy(t))} == {"x", "y"}
+    colour = next(layer["encoding"]["color"] for layer in _spec(figures.taxonomy(t))["layer"]
+                  if "color" in layer.get("encoding", {}) and "field" in layer["encoding"]["color"])
+    assert dict(zip(colour["scale"]["domain"], colour["scale"]["range"])) == {"works": "#1a7f37", "fails": "#cf222e"}
+    # labels on one CCI row alternate above and below it, further out each time
+    crowd = pd.DataFrame({"system": list("abcd"), "DABI": [1.0, 1.1, 1.2, 1e4], "CCI": [0.0] * 4,
+                          "source": ["ours"] * 4, "few-step works": ["works"] * 4})
+    placed = {r["system"]: (r["label_y"], r["side"]) for r in _rows(figures.taxonomy(crowd))}
+    assert len({y for y, _ in placed.values()}) == 4 and placed["d"][1] == "right" and placed["a"][1] == "left"
 
 
 def test_escape_figures():
@@ -285,7 +303,8 @@ def test_probe_figures_draw_one_bar_per_model_head_and_metric():
                          {"model": "a", "head": "untrained", "top1": 0.0, "top5": 0.1, "copy_rate": 0.0}])
     spec = figures.cloze_scores(qual).to_dict()
     rows = next(iter(spec["datasets"].values()))
-    assert len(rows) == 6 and {r["model / head"] for r in rows} == {"a / trained", "a / untrained"}
+    assert len(rows) == 6 and {(r["model"], r["head"]) for r in rows} == {("a", "trained"), ("a", "untrained")}
+    assert {r["metric"] for r in rows} == {"top-1", "top-5", "copy rate"}
     probes = {"a": {"by_register": {"food": {"top1": 0.1, "top5": 0.4}, "sports": {"top1": 0.2, "top5": 0.6}}}}
     rows = next(iter(figures.register_scores(probes, ["a"]).to_dict()["datasets"].values()))
     assert sorted((r["register"], r["top5"]) for r in rows) == [("food", 0.4), ("sports", 0.6)]

@@ -42,3 +42,26 @@ def test_figures_are_numbered_per_chapter_and_carry_their_caption():
     assert "<strong>Figure 3.2.</strong> T" in second["text/html"]
     tp.number_figures(4)
     assert "Figure 4.1." in _html(chart)["text/plain"]
+
+
+def test_titles_and_captions_show_maths_in_unicode_and_leave_data_alone():
+    import altair as alt
+    import pandas as pd
+
+    from tokendyn import plotting as tp
+
+    assert tp.pretty("alpha_hat(tau) at tau* = 2; delta vs |i - j|; 4 x 4; K -> 1") == \
+        "α̂(τ) at τ* = 2; δ vs |i − j|; 4 × 4; K → 1"
+    assert tp.pretty("taus, deltas, metadata") == "taus, deltas, metadata"  # whole words only
+    tp.setup()
+    tp.number_figures(9)
+    tp.caption("Crossing of alpha_hat against tau.")
+    chart = alt.Chart(pd.DataFrame({"tau": [1.0], "delta": [0.5]})).mark_point().encode(
+        x="tau:Q", y=alt.Y("delta:Q", title="mean delta")).properties(title="delta against tau")
+    out = tp.render_spec(chart.to_dict())
+    spec = next(v for k, v in out.items() if k.startswith("application/vnd.vegalite"))
+    assert spec["title"] == "δ against τ"
+    assert spec["encoding"]["x"]["title"] == "τ" and spec["encoding"]["x"]["field"] == "tau"
+    assert spec["encoding"]["y"]["title"] == "mean δ"
+    assert next(iter(spec["datasets"].values())) == [{"tau": 1.0, "delta": 0.5}]
+    assert "Crossing of α̂ against τ." in out["text/html"]

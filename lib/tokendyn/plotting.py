@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
 
 import altair as alt
@@ -29,12 +30,57 @@ def _mimetype() -> str:
     return f"application/vnd.vegalite.v{major}+json"
 
 
+# ASCII maths as a reader should see it: Unicode in captions, chart titles and claims tables (the
+# notebooks' code and printed checks keep the ASCII, which is what a user types).
+_PRETTY = (
+    (r"\balpha_hat\b", "α̂"), (r"\btau_1000\b", "τ₁₀₀₀"), (r"\btau\b", "τ"), (r"\bdelta\b", "δ"),
+    (r"\bkappa\b", "κ"), (r"\blambda\b", "λ"), (r"\bsigma\b", "σ"), (r"\bTheta\(", "Θ("),
+    (r"\bsqrt\(", "√("), (r"\|i - j\|", "|i − j|"), (r"\bs\(t0\)", "s(t₀)"), (r"\bt0\b", "t₀"),
+    (r"\bx_t\b", "xₜ"), (r"\bx_0\b", "x₀"), (r" -> ", " → "), (r" >= ", " ≥ "), (r" <= ", " ≤ "),
+    (r"\+-", "±"), (r"(?<=\d) x (?=\d)", " × "), (r"\bDABI x CCI\b", "DABI × CCI"),
+)
+
+
+def pretty(text: str) -> str:
+    """``text`` with its ASCII maths in Unicode: alpha_hat -> α̂, tau -> τ, delta -> δ, kappa -> κ,
+    lambda -> λ, |i - j| -> |i − j|, s(t0) -> s(t₀), ->, >=, <= and +- as arrows and signs, and
+    "4 x 4" as "4 × 4". Words are matched whole, so "taus" or "deltas" stay as they are."""
+    for pattern, repl in _PRETTY:
+        text = re.sub(pattern, repl, text)
+    return text
+
+
+def _pretty_titles(node: Any) -> Any:
+    """A Vega-Lite spec with every title (chart, axis, legend, header) in :func:`pretty` form; an
+    encoding with no title of its own gets its field's name in that form. Data are left alone."""
+    if isinstance(node, list):
+        return [_pretty_titles(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for k, v in node.items():
+        if k in ("data", "datasets", "values"):
+            out[k] = v
+        elif k == "title" and isinstance(v, str):
+            out[k] = pretty(v)
+        elif k == "title" and isinstance(v, list):
+            out[k] = [pretty(t) if isinstance(t, str) else t for t in v]
+        elif k == "title" and isinstance(v, dict):
+            out[k] = {**v, **({"text": pretty(v["text"])} if isinstance(v.get("text"), str) else {})}
+        else:
+            out[k] = _pretty_titles(v)
+    field = out.get("field")
+    if isinstance(field, str) and "title" not in out and "type" in out and pretty(field) != field:
+        out["title"] = pretty(field)
+    return out
+
+
 def caption(text: str) -> None:
     """Caption for the next chart displayed: say what the figure tests. Plain text, ``**bold**`` kept."""
     global _caption
     if not isinstance(text, str) or not text.strip():
         raise ValueError("caption text must be a non-empty string")
-    _caption = text.strip()
+    _caption = pretty(text.strip())
 
 
 def number_figures(chapter: str | int) -> None:
@@ -55,6 +101,7 @@ def render_spec(spec: dict[str, Any], **_: Any) -> dict[str, Any]:
     _figure += 1
     number = f"{_chapter}.{_figure}" if _chapter else str(_figure)
     text, _caption = _caption, None
+    spec = _pretty_titles(spec)
     payload = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     # "</" inside the JSON would end the <script> element early; escape it.
     payload = payload.replace("</", "<\\/")

@@ -25,9 +25,12 @@ def dabi_curves(df: pd.DataFrame) -> alt.LayerChart:
     x = alt.X("norm:Q", scale=alt.Scale(type="log"), title="perturbation norm s (units of the latent RMS per coordinate)")
     y = alt.Y("DABI:Q", scale=alt.Scale(type="log"), title="DABI (structured / isotropic loss increase)")
     base = alt.Chart(df)
-    return (base.mark_line(point=True).encode(x=x, y=y, color=alt.Color("decoder:N", legend=alt.Legend(columns=2)),
-                                              strokeDash=alt.StrokeDash("kind:N", title="kind"),
-                                              tooltip=["decoder", "norm", "DABI", "lo", "hi"])
+    # kind as the points' shape: a stroke-dash legend over dotted lines drew three alike dots
+    kind = alt.Shape("kind:N", title="kind", scale=alt.Scale(domain=["anchor", "image", "text"],
+                                                             range=["diamond", "square", "circle"]))
+    return (base.mark_line(strokeDash=[2, 2]).encode(x=x, y=y, color=alt.Color("decoder:N", legend=alt.Legend(columns=2)))
+            + base.mark_point(filled=True, size=50, opacity=1).encode(
+                x=x, y=y, color="decoder:N", shape=kind, tooltip=["decoder", "kind", "norm", "DABI", "lo", "hi"])
             + base.mark_rule().encode(x="norm:Q", y="lo:Q", y2="hi:Q", color="decoder:N")
             + alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(color="gray", strokeDash=[4, 3]).encode(y="one:Q")
             ).properties(width=460, height=300, title="DABI against the perturbation norm (95% bootstrap intervals)")
@@ -47,18 +50,55 @@ def flip_contrast(df: pd.DataFrame) -> alt.FacetChart:
             ).properties(width=170, height=160).facet(facet=alt.Facet("decoder:N", title=None), columns=3)
 
 
+VERDICT_COLOURS = {"works": "#1a7f37", "fails": "#cf222e"}  # the claims tables' green and red
+
+
+def _label_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Where each point's label goes: points on one CCI row are taken left to right, and their labels
+    alternate above and below it, further out each time two would meet, so that none overlaps;
+    labels of points in the right third of the axis end at the point instead of starting there."""
+    import math
+
+    df = df.copy().reset_index(drop=True)
+    df["label_y"] = df["CCI"].astype(float)
+    df["side"] = "left"
+    lx = df["DABI"].astype(float).map(lambda v: math.log10(max(v, 1e-12)))
+    span = (lx.min(), lx.max())
+    right = span[0] + 2 * (span[1] - span[0]) / 3
+    for _, idx in df.groupby("CCI").groups.items():
+        order = sorted(idx, key=lambda i: lx[i])
+        for k, i in enumerate(order):
+            level = k // 2 + 1
+            df.loc[i, "label_y"] = float(df.loc[i, "CCI"]) + (0.07 * level if k % 2 == 0 else -0.07 * level)
+            df.loc[i, "side"] = "right" if lx[i] > right else "left"
+    return df
+
+
 def taxonomy(df: pd.DataFrame) -> alt.LayerChart:
     """The DABI x CCI plane: log DABI (x) against CCI (y), ours beside the paper's.
 
     ``df``: columns ``system``, ``DABI``, ``CCI``, ``source`` (``"ours"``/``"paper"``) and
     ``few-step works`` (a short label such as ``"works"``, ``"fails"``, ``"n/a (commits)"``).
+    "works" is green and "fails" red, as in the claims tables; anything else grey. Each label is
+    joined to its point by a thin line, staggered so that labels on one row do not overlap.
     """
     _need(df, ["system", "DABI", "CCI", "source", "few-step works"], "df")
-    base = alt.Chart(df).encode(
-        x=alt.X("DABI:Q", scale=alt.Scale(type="log"), title="DABI (log)"),
-        y=alt.Y("CCI:Q", scale=alt.Scale(domain=[-0.1, 1.1]), title="CCI (committed share of positions)"))
-    pts = base.mark_point(size=140, filled=True, opacity=0.8).encode(
-        shape=alt.Shape("source:N", title="source"), color=alt.Color("few-step works:N", title="few-step generation"),
+    placed = _label_rows(df)
+    labels = list(dict.fromkeys(placed["few-step works"]))
+    domain = [v for v in ("works", "fails") if v in labels] + [v for v in labels if v not in VERDICT_COLOURS]
+    colours = [VERDICT_COLOURS.get(v, "#6e7781") for v in domain]
+    x = alt.X("DABI:Q", scale=alt.Scale(type="log"), title="DABI (log)")
+    y = alt.Y("CCI:Q", scale=alt.Scale(domain=[-0.45, 1.45]), title="CCI (committed share of positions)",
+              axis=alt.Axis(values=[0, 0.5, 1]))
+    base = alt.Chart(placed).encode(x=x)
+    pts = base.mark_point(size=120, filled=True, opacity=0.85).encode(
+        y=y, shape=alt.Shape("source:N", title="source"),
+        color=alt.Color("few-step works:N", title="few-step generation", scale=alt.Scale(domain=domain, range=colours)),
         tooltip=["system", "DABI", "CCI", "source", "few-step works"])
-    text = base.mark_text(align="left", dx=9, dy=-7, fontSize=10).encode(text="system:N")
-    return (pts + text).properties(width=520, height=320, title="DABI x CCI: where few-step generation works")
+    leader = base.mark_rule(color="#bbb", strokeWidth=0.8).encode(y="CCI:Q", y2="label_y:Q")
+    text_l = base.transform_filter(alt.datum.side == "left").mark_text(align="left", dx=3, fontSize=10).encode(
+        y="label_y:Q", text="system:N")
+    text_r = base.transform_filter(alt.datum.side == "right").mark_text(align="right", dx=-3, fontSize=10).encode(
+        y="label_y:Q", text="system:N")
+    return (leader + pts + text_l + text_r).properties(
+        width=520, height=340, title="DABI × CCI: where few-step generation works")

@@ -16,14 +16,18 @@ def cloze_scores(qual: pd.DataFrame) -> alt.Chart:
     ``top1``, ``top5``, ``copy_rate`` (one row per model and head)."""
     long = qual.melt(id_vars=["model", "head"], value_vars=["top1", "top5", "copy_rate"],
                      var_name="metric", value_name="share")
-    long["model / head"] = long["model"] + " / " + long["head"]
+    names = {"top1": "top-1", "top5": "top-5", "copy_rate": "copy rate"}
+    long["metric"] = long["metric"].map(names)
+    # one row per model, a panel per head: a panel per (model, head) pair left 13 panels whose
+    # headers printed over each other
     return alt.Chart(long, title="Cloze probe (121 sentences): accuracy and copy rate").mark_bar().encode(
-        x=alt.X("metric:N", title=None, sort=["top1", "top5", "copy_rate"]),
-        y=alt.Y("share:Q", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("metric:N", legend=None),
-        column=alt.Column("model / head:N", title=None),
+        y=alt.Y("model:N", title=None, sort=list(dict.fromkeys(qual["model"]))),
+        yOffset=alt.YOffset("metric:N", sort=list(names.values())),
+        x=alt.X("share:Q", scale=alt.Scale(domain=[0, 1]), title="share of the probe's blanks"),
+        color=alt.Color("metric:N", title=None, sort=list(names.values())),
+        column=alt.Column("head:N", title=None, sort=["trained", "untrained"]),
         tooltip=["model", "head", "metric", alt.Tooltip("share:Q", format=".3f")],
-    ).properties(width=90, height=220)
+    ).properties(width=220, height=alt.Step(7))
 
 
 def register_scores(probes: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> alt.Chart:

@@ -98,10 +98,13 @@ def delta_vs_tau(tau_df: pd.DataFrame) -> alt.Chart:
 
     ``tau_df``: columns ``model``, ``tau``, ``rectangles``, ``mean delta``.
     """
-    return alt.Chart(tau_df).mark_line(point=True).encode(
-        x=alt.X("tau:Q", scale=alt.Scale(type="log")), y=alt.Y("mean delta:Q", scale=alt.Scale(type="log")),
-        color="model:N", strokeDash="rectangles:N"
-    ).properties(title="delta against tau (log-log); slope -1 is 1/tau")
+    x = alt.X("tau:Q", scale=alt.Scale(type="log"), title="τ")
+    y = alt.Y("mean delta:Q", scale=alt.Scale(type="log"), title="mean δ")
+    base = alt.Chart(tau_df).encode(x=x, y=y, color=alt.Color("model:N", title="model"), detail="rectangles:N")
+    # the rectangle sets told apart by the points' shape: a dash legend over points drew alike dots
+    return (base.mark_line(strokeDash=[3, 2]) + base.mark_point(filled=True, size=50, opacity=1).encode(
+        shape=alt.Shape("rectangles:N", title="rectangles"))
+    ).properties(title="δ against τ (log-log); slope −1 is 1/τ")
 
 
 def delta_vs_size(summary: pd.DataFrame, sizes: Mapping[str, float]) -> alt.Chart:
@@ -127,21 +130,29 @@ def delta_vs_depth(fam_df: pd.DataFrame) -> alt.FacetChart:
     """
     _check_columns("fam_df", fam_df, ("model", "layers", "parameters (M)", "recipe", "statistic", "mean", "lo", "hi"))
     df = fam_df.assign(label=[f"{m} ({p:.1f}M)" for m, p in zip(fam_df["model"], fam_df["parameters (M)"])])
+    # Other recipes sit a little right of their depth so that they do not hide a family member
+    # of the same depth (splade-tiny-mlm has 2 layers, like minilm-depth2).
+    df["x"] = df["layers"].astype(float) + (df["recipe"] != "family") * 0.2
     fam = alt.datum.recipe == "family"
-    x = alt.X("layers:O", title="encoder layers", axis=alt.Axis(labelAngle=0))
-    base = alt.Chart().encode(x=x, xOffset=alt.XOffset("recipe:N", sort=["family"]),
-                              color=alt.Color("label:N", title="model (parameters)"))
+    lo, hi = float(df["layers"].min()) - 0.5, float(df["layers"].max()) + 0.7
+    x = alt.X("x:Q", title="encoder layers", scale=alt.Scale(domain=[lo, hi], nice=False),
+              axis=alt.Axis(values=sorted({int(v) for v in df["layers"]}), format="d"))
+    base = alt.Chart().encode(x=x, color=alt.Color("label:N", title="model (parameters)",
+                                                   legend=alt.Legend(columns=2)))
     tip = ["model", "recipe", "layers", "parameters (M)", "mean", "lo", "hi"]
     return alt.layer(
-        base.transform_filter(fam).mark_line(color="gray", strokeDash=[3, 2]).encode(
-            y=alt.Y("mean:Q", title="mean over rectangles [95% interval]"), color=alt.value("gray")),
+        base.transform_filter(fam).mark_line(strokeDash=[4, 3], strokeWidth=1.5).encode(
+            y=alt.Y("mean:Q", title="mean over rectangles [95% interval]"), color=alt.value("gray"),
+            detail="statistic:N"),
         base.mark_rule(strokeWidth=2).encode(y="lo:Q", y2="hi:Q"),
-        base.transform_filter(fam).mark_point(filled=True, size=70, shape="circle").encode(y="mean:Q", tooltip=tip),
-        base.transform_filter(~fam).mark_point(filled=False, size=90, shape="square").encode(y="mean:Q", tooltip=tip),
+        base.transform_filter(fam).mark_point(filled=True, size=70, shape="circle", opacity=1).encode(
+            y="mean:Q", tooltip=tip),
+        base.transform_filter(~fam).mark_point(filled=False, size=90, shape="square", strokeWidth=2).encode(
+            y="mean:Q", tooltip=tip),
         data=df,
-    ).properties(width=260, height=220).facet(column=alt.Column("statistic:N", sort=list(STATISTICS), title=None)
+    ).properties(width=240, height=200).facet(column=alt.Column("statistic:N", sort=list(STATISTICS), title=None)
     ).resolve_scale(y="independent").properties(
-        title="Delta against depth: filled circles, one recipe at several depths; open squares, other recipes")
+        title="δ against depth: filled circles on the dashed line, one recipe; open squares, other recipes")
 
 
 def arnold_press(ap_df: pd.DataFrame, k: int) -> alt.Chart:

@@ -76,17 +76,25 @@ def terminal_flips(term: pd.DataFrame) -> alt.FacetChart:
 
 
 def terminal_intervals(term: pd.DataFrame) -> alt.FacetChart:
-    """Terminal flip rates with 95% intervals against K, structured and isotropic, one panel per model.
+    """Terminal flip rates with 95% intervals against K (log y), structured and isotropic, one
+    panel per model.
 
     ``term``: columns ``model``, ``K``, ``residual``, ``rate``, ``lo``, ``hi`` (one row per model, K
-    and residual).
+    and residual). Rates of 0 (and lower bounds of 0) are drawn at the axis floor, 1e-4, since a
+    log axis has no 0; the tooltip gives the exact value.
     """
-    base = alt.Chart(term).encode(x=alt.X("K:O", title="K steps (terminal step from t = 1 - 1/K)"),
+    floor = 1e-4
+    plot = term.assign(**{f"{k}_plot": term[k].astype(float).clip(lower=floor) for k in ("rate", "lo", "hi")})
+    base = alt.Chart(plot).encode(x=alt.X("K:O", title="K steps (last step from t = 1 − 1/K)",
+                                          axis=alt.Axis(labelAngle=0)),
                                   color=alt.Color("residual:N", title="residual"))
-    return (base.mark_point(filled=True, size=60).encode(
-                y=alt.Y("rate:Q", title="token flip rate"), tooltip=["model", "K", "residual", "rate", "lo", "hi"])
-            + base.mark_rule().encode(y="lo:Q", y2="hi:Q")
-            ).properties(width=260, height=220).facet(column=alt.Column("model:N", title=None))
+    y = alt.Y("rate_plot:Q", title="token flip rate (log; 0 drawn at 1e-4)",
+              scale=alt.Scale(type="log", domain=[floor, 1]))
+    return (base.mark_line(point=True, strokeWidth=1).encode(
+                y=y, tooltip=["model", "K", "residual", "rate", "lo", "hi"])
+            + base.mark_rule(strokeWidth=2).encode(y="lo_plot:Q", y2="hi_plot:Q")
+            ).properties(width=250, height=220).facet(column=alt.Column("model:N", title=None), spacing=30).properties(
+        title="Terminal step from noise: the generator's residual (structured) against a norm-matched isotropic one")
 
 
 def image_rollin(rows: pd.DataFrame) -> alt.Chart:
@@ -107,12 +115,17 @@ def cliff(responses: pd.DataFrame) -> alt.FacetChart:
     ).properties(width=280, height=220).facet(column=alt.Column("model:N", title=None)).resolve_scale(y="independent")
 
 
-def generation_perplexity(gen: pd.DataFrame, real_ppl: float) -> alt.FacetChart:
-    """Bigram perplexity (log) of text generated from noise, per sampler, one panel per K.
+def generation_perplexity(gen: pd.DataFrame, real_ppl: float) -> alt.LayerChart:
+    """Bigram perplexity (log y) of text generated from noise against K, one line per sampler, with
+    the held-out real text's perplexity as a dashed rule.
 
-    ``gen``: columns ``K``, ``sampler``, ``bigram PPL``; ``real_ppl`` the held-out real text's (in the title).
+    ``gen``: columns ``K``, ``sampler``, ``bigram PPL``; ``real_ppl`` the held-out real text's.
     """
-    return alt.Chart(gen).mark_bar().encode(
-        x=alt.X("sampler:N", title=None), y=alt.Y("bigram PPL:Q", scale=alt.Scale(type="log"), title="bigram perplexity"),
-        color="sampler:N", column=alt.Column("K:O", title="K steps from noise")
-    ).properties(width=90, title=f"Generated text under a bigram model (held-out real text: {real_ppl:.0f})")
+    # points and lines, not bars: a bar on a log axis has no baseline to stand on
+    y = alt.Y("bigram PPL:Q", scale=alt.Scale(type="log"), title="bigram perplexity (log)")
+    lines = alt.Chart(gen).mark_line(point=True).encode(
+        x=alt.X("K:O", title="K steps from noise", axis=alt.Axis(labelAngle=0)), y=y,
+        color=alt.Color("sampler:N", title="sampler"), tooltip=["K", "sampler", "bigram PPL"])
+    real = alt.Chart(pd.DataFrame({"bigram PPL": [real_ppl]})).mark_rule(color="gray", strokeDash=[4, 3]).encode(y=y)
+    return (lines + real).properties(width=420, height=240, title=(
+        f"Generated text under a bigram model (dashed: held-out real text, {real_ppl:.0f})"))
