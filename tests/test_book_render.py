@@ -301,12 +301,12 @@ def test_scoreboard_lists_every_claim_and_chapters_open_with_theirs(built, brows
         ids = visit.page.eval_on_selector_all("table.tokendyn-claims tbody tr td:first-child",
                                               "tds => tds.map(t => t.textContent.trim())")
         assert set(ids) == {str(k) for k in range(1, 17)}, f"scoreboard claim ids: {sorted(set(ids))}"
-        verdicts = visit.page.eval_on_selector_all("table.tokendyn-claims tbody tr td:nth-child(6)",
+        verdicts = visit.page.eval_on_selector_all("table.tokendyn-claims tbody tr td:nth-child(5)",
                                                    "tds => tds.map(t => t.textContent.trim())")
         measured = [v for v in verdicts if v != "not yet measured"]
         assert measured, "no chapter's results reached the scoreboard"
         # every measured verdict names the rule that gave it, linked to its text on the rules page
-        rules = visit.page.eval_on_selector_all("table.tokendyn-claims tbody tr td:nth-child(7)",
+        rules = visit.page.eval_on_selector_all("table.tokendyn-claims tbody tr td:nth-child(6)",
                                                 "tds => tds.map(t => [t.textContent.trim(), t.querySelector('a') ? t.querySelector('a').getAttribute('href') : ''])")
         for v, (rule, href) in zip(verdicts, rules):
             if v != "not yet measured":
@@ -333,8 +333,12 @@ def test_scoreboard_lists_every_claim_and_chapters_open_with_theirs(built, brows
             visit.close()
 
 
-ROWS = """sel => [...document.querySelectorAll(sel + ' tbody tr')].map(tr =>
-  [...tr.querySelectorAll('td')].map(td => td.textContent.trim()))"""
+# Each claims row as [claim, headline, verdict, rule, chapter that measured it].
+ROWS = """sel => [...document.querySelectorAll(sel + ' tbody tr')].map(tr => {
+  const td = [...tr.querySelectorAll(':scope > td')];
+  const head = td[3].querySelector('.tokendyn-headline');
+  return [td[0].textContent.trim(), (head || td[3]).textContent.trim(), td[4].textContent.trim(),
+          td[5].textContent.trim(), tr.dataset.chapter || '']; })"""
 
 
 def test_scoreboard_rows_equal_the_chapters_own_rows(built, browser, request):
@@ -345,11 +349,12 @@ def test_scoreboard_rows_equal_the_chapters_own_rows(built, browser, request):
         board = visit.page.evaluate(ROWS, "table.tokendyn-claims")
     finally:
         visit.close()
-    measured = [r for r in board if r[5] != "not yet measured"]
+    measured = [r for r in board if r[2] != "not yet measured"]
     assert measured
     chapters: dict[str, list[list[str]]] = {}
     for r in measured:
-        chapter = r[4].split(":", 1)[0]
+        chapter = r[4]
+        assert chapter, f"claim {r[0]}: the scoreboard row names no chapter"
         if chapter not in chapters:
             visit = Visit(browser, request, "file", HTML / "book" / f"{chapter}.html")
             try:
@@ -358,5 +363,90 @@ def test_scoreboard_rows_equal_the_chapters_own_rows(built, browser, request):
                 visit.close()
         own = [c for c in chapters[chapter] if c[0] == r[0]]
         assert own, f"claim {r[0]}: no row on {chapter}'s page"
-        assert [own[0][3], own[0][5], own[0][6]] == [r[3], r[5], r[6]], (
-            f"claim {r[0]}: scoreboard {r[3]!r} {r[5]!r} against {chapter}'s {own[0][3]!r} {own[0][5]!r}")
+        assert own[0][1:4] == r[1:4], f"claim {r[0]}: scoreboard {r[1:4]!r} against {chapter}'s {own[0][1:4]!r}"
+
+
+WIDTHS = (960, 1280)  # a laptop window and a desktop one
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("doc", _toc_files())
+def test_page_fits_and_every_chart_draws(built, browser, request, doc, width):
+    """At 960 and 1280 px nothing is wider than the text column (charts, svgs, MathJax displays,
+    tables outside a scroll box of their own), no chart draws a mark outside its own box, no facet
+    is empty and no legend's symbols are all alike (tests/book_fit.py says how each is measured)."""
+    from book_fit import FIT
+
+    page_path = HTML / f"{doc}.html"
+    visit = Visit(browser, request, "file", page_path)
+    try:
+        visit.page.set_viewport_size({"width": width, "height": 900})
+        visit.wait_rendered()
+        visit.page.wait_for_timeout(200)  # charts re-lay out after the resize
+        bad = visit.page.evaluate(FIT)
+        assert not bad, f"{page_path.name} at {width} px: {bad[:8]}"
+    finally:
+        visit.close()
+
+
+def _chart_div(spec: dict) -> str:
+    payload = json.dumps(spec).replace("</", "<\\/")
+    return f'<div class="tokendyn-vega"><script type="application/json">{payload}</script></div>'
+
+
+def test_fit_probe_fails_on_a_too_wide_chart_an_empty_facet_and_an_alike_legend(built, browser, tmp_path):
+    """The probe behind test_page_fits_and_every_chart_draws is not vacuous: on a page built to break
+    each rule (a 1,400 px chart in a 600 px column, a facet grid with an empty cell, a legend whose
+    symbols are all black circles, a wide table and a wide display equation with no scroll box) it
+    reports each one, and on the same charts made right it reports nothing."""
+    from book_fit import FIT
+
+    static = HTML / "_static"
+    head = "".join(f'<script src="{(static / n).as_uri()}"></script>'
+                   for n in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js", "tokendyn-charts.js"))
+    rows = [{"a": a, "b": b, "x": x, "y": x * x} for a in ("p", "q") for b in ("u", "v") for x in range(4)
+            if (a, b) != ("q", "v")]
+    schema = "https://vega.github.io/schema/vega-lite/v5.json"
+    wide = {"$schema": schema, "data": {"values": rows}, "mark": "line", "width": 1400, "height": 100,
+            "encoding": {"x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"}}}
+    grid = {"$schema": schema, "data": {"values": rows}, "mark": "point", "width": 100, "height": 80,
+            "encoding": {"x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"},
+                         "row": {"field": "a"}, "column": {"field": "b"}}}
+    alike = {"$schema": schema, "data": {"values": rows}, "mark": {"type": "point", "filled": True},
+             "width": 200, "height": 80,
+             "encoding": {"x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"},
+                          "color": {"field": "a", "scale": {"range": ["black", "black"]}}}}
+    table = "<table><tr>" + "".join(f"<td>column{k}</td>" for k in range(60)) + "</tr></table>"
+    equation = '<mjx-container display="true" style="display:block"><mjx-math style="display:inline-block;width:1500px">x</mjx-math></mjx-container>'
+
+    def page(body: str) -> str:
+        return (f'<html><head><meta charset="utf-8">{head}</head><body>'
+                f'<article class="bd-article" style="width:600px">{body}</article></body></html>')
+
+    broken = tmp_path / "broken.html"
+    broken.write_text(page(_chart_div(wide) + _chart_div(grid) + _chart_div(alike) + table + equation))
+    fixed = tmp_path / "fixed.html"
+    good_rows = [r for r in rows]
+    good_grid = dict(grid, encoding={**grid["encoding"], "facet": {"field": "a"}})
+    good_grid["encoding"].pop("row"), good_grid["encoding"].pop("column")
+    good_grid["encoding"]["facet"] = {"field": "b", "columns": 2}
+    good_grid["data"] = {"values": [r for r in good_rows if r["a"] == "p"]}
+    fixed.write_text(page(_chart_div(dict(wide, width=400)) + _chart_div(good_grid)
+                          + _chart_div({**alike, "encoding": {**alike["encoding"], "color": {"field": "a"}}})
+                          + f'<div style="overflow-x:auto">{table}</div>'))
+    ctx = browser.new_context(viewport={"width": 960, "height": 900})
+    try:
+        pg = ctx.new_page()
+        found = {}
+        for name, path in (("broken", broken), ("fixed", fixed)):
+            pg.goto(path.as_uri())
+            pg.wait_for_function("document.documentElement.dataset.tokendynCharts === 'done'", timeout=60_000)
+            found[name] = pg.evaluate(FIT)
+    finally:
+        ctx.close()
+    kinds = [b.split(":")[0] for b in found["broken"]]
+    assert "wide chart" in " ".join(kinds), found["broken"]
+    assert "wide table" in kinds and "wide equation" in kinds, found["broken"]
+    assert "empty facet" in kinds, found["broken"]
+    assert "alike legend" in kinds, found["broken"]
+    assert found["fixed"] == [], found["fixed"]

@@ -70,6 +70,8 @@ class Finding:
     ``paper_value`` then saying what is expected). ``ours`` is the number with its interval,
     ``basis`` what it rests on (models, sample sizes), ``verdict`` one of :data:`VERDICTS`, and
     ``rule`` / ``reason`` the :mod:`tokendyn.verdicts` rule that gave it and the comparison it made.
+    ``headline`` (optional) is the one number per model that the book's tables show at a glance;
+    ``ours`` in full, the basis and the rule's reason then fold into the row's details.
     """
 
     claim: int | str
@@ -80,6 +82,7 @@ class Finding:
     chapter: str = ""
     rule: str = ""
     reason: str = ""
+    headline: str = ""
 
     @property
     def text(self) -> str:
@@ -94,10 +97,11 @@ class Finding:
 
 
 def finding(claim: int | str, ours: str | Estimate, verdict: Verdict, *, basis: str = "",
-            paper_value: str = "", chapter: str = "") -> Finding:
+            paper_value: str = "", chapter: str = "", headline: str | Estimate = "") -> Finding:
     """Check and build a :class:`Finding` (an :class:`Estimate` is formatted with its interval).
 
     ``verdict`` is what a rule of :mod:`tokendyn.verdicts` returned; a typed word is refused.
+    ``headline``: the number per model the tables show when ``ours`` holds more than that.
     """
     if isinstance(claim, int) and claim not in CLAIMS:
         raise ValueError(f"claim={claim} is not a claim number: allowed 1..{len(CLAIMS)}")
@@ -107,19 +111,22 @@ def finding(claim: int | str, ours: str | Estimate, verdict: Verdict, *, basis: 
         raise TypeError(f"verdict must be a tokendyn.verdicts.Verdict from a rule, got {verdict!r}: "
                         "a chapter never types a verdict")
     text = ours.fmt() if isinstance(ours, Estimate) else str(ours)
-    return Finding(claim, text, verdict.verdict, basis, paper_value, chapter, verdict.rule, verdict.reason)
+    head = headline.fmt() if isinstance(headline, Estimate) else str(headline)
+    return Finding(claim, text, verdict.verdict, basis, paper_value, chapter, verdict.rule, verdict.reason, head)
 
 
 class Table:
-    """A claims table that shows as HTML in the book and as aligned text in a checked output."""
+    """A claims table that shows as HTML in the book and as aligned text in a checked output.
 
-    columns = ("#", "claim", "paper", "ours [95% interval]", "rests on", "verdict", "rule")
+    The HTML holds one headline per row (the finding's ``headline``, else ``ours``) with the rest
+    (``ours`` in full, what it rests on, the rule's comparison) folded into a details element, and
+    shows ASCII maths in Unicode (:func:`tokendyn.plotting.pretty`); the text form is unchanged.
+    """
+
+    columns = ("#", "claim", "paper", "ours [95% interval]", "verdict", "rule")
 
     def __init__(self, rows: list[dict[str, str]]) -> None:
         self.rows = rows
-
-    def _cells(self, r: dict[str, str]) -> list[str]:
-        return [r["id"], r["text"], r["paper"], r["ours"], r["basis"]]
 
     def __repr__(self) -> str:
         lines = []
@@ -130,16 +137,32 @@ class Table:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        from .plotting import pretty
+
+        def esc(v: str) -> str:
+            return html.escape(pretty(v))
+
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
         body = []
         for r in self.rows:
             cls = "tokendyn-verdict-" + r["verdict"].replace(" ", "-")
-            cells = [f"<td>{html.escape(v)}</td>" for v in self._cells(r)]
-            cells.append(f'<td class="{cls}"><strong>{html.escape(r["verdict"])}</strong></td>')
+            headline = r.get("headline") or r["ours"]
+            more = []
+            if headline != r["ours"]:
+                more.append(f"<p><strong>All numbers:</strong> {esc(r['ours'])}</p>")
+            if r["basis"]:
+                more.append(f"<p><strong>Rests on:</strong> {esc(r['basis'])}</p>")
+            if r.get("reason"):
+                more.append(f"<p><strong>Rule:</strong> {esc(r['reason'])}</p>")
+            details = (f'<details class="tokendyn-details"><summary>details</summary>{"".join(more)}</details>'
+                       if more else "")
             rule = r.get("rule", "")
-            cells.append(f'<td><a href="{RULES_PAGE}#rule-{html.escape(rule)}" title="{html.escape(r.get("reason", ""))}">'
-                         f"<code>{html.escape(rule)}</code></a></td>" if rule else "<td></td>")
-            body.append("<tr>" + "".join(cells) + "</tr>")
+            cells = [f"<td>{html.escape(r['id'])}</td>", f"<td>{esc(r['text'])}</td>", f"<td>{esc(r['paper'])}</td>",
+                     f'<td><span class="tokendyn-headline">{esc(headline)}</span>{details}</td>',
+                     f'<td class="{cls}"><strong>{html.escape(r["verdict"])}</strong></td>',
+                     f'<td><a href="{RULES_PAGE}#rule-{html.escape(rule)}" title="{html.escape(r.get("reason", ""))}">'
+                     f"<code>{html.escape(rule)}</code></a></td>" if rule else "<td></td>"]
+            body.append(f'<tr data-chapter="{html.escape(r.get("chapter", ""))}">' + "".join(cells) + "</tr>")
         return (f'<table class="tokendyn-claims"><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(body)}</tbody></table>')
 
@@ -151,7 +174,8 @@ def _row(f: Finding | dict[str, Any]) -> dict[str, str]:
     return {"id": str(claim) if known else "-", "text": known.text if known else str(claim),
             "paper": d.get("paper_value") or (known.paper_value if known else ""),
             "ours": d["ours"], "basis": d.get("basis", ""), "verdict": d["verdict"],
-            "chapter": d.get("chapter", ""), "rule": d.get("rule", ""), "reason": d.get("reason", "")}
+            "chapter": d.get("chapter", ""), "rule": d.get("rule", ""), "reason": d.get("reason", ""),
+            "headline": d.get("headline", "")}
 
 
 def table(findings: list[Finding]) -> Table:
@@ -191,5 +215,5 @@ def scoreboard_from(records: list[dict[str, Any]]) -> Table:
         if cid not in found:
             rows.append({"id": str(cid), "text": c.text, "paper": c.paper_value, "ours": "-",
                          "basis": f"no results from {c.chapter}", "verdict": "not yet measured",
-                         "chapter": c.chapter, "rule": "", "reason": ""})
+                         "chapter": c.chapter, "rule": "", "reason": "", "headline": ""})
     return Table(rows)
