@@ -1,6 +1,7 @@
 """Sweeps: a grid of papermill runs that write their own results and resume."""
 
 import json
+from pathlib import Path
 
 import nbformat
 import pandas as pd
@@ -149,3 +150,42 @@ def test_local_sweep_keeps_going_past_a_failed_point_and_retries_it(tmp_path, ca
     assert table["status"].tolist() == ["missing", "done"] and table["y"].tolist()[1] == 9
     res = sweep.run_sweep(nb, {"x": [0, 3]}, out=out, progress=False)  # the failed one is retried
     assert res.skipped == [table["point"][1]] and list(res.failed) == [table["point"][0]]
+
+
+def _params_notebook(tmp_path, source: str, stamps=None):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell, nbformat.v4.new_code_cell("x = 1")]
+    for c, s in zip(nb.cells, stamps or []):
+        c.metadata["execution"] = s
+    path = tmp_path / "09_demo.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_gpu_scale_is_read_from_the_parameters_cell_and_checked_against_it(tmp_path):
+    nb = _params_notebook(tmp_path, "# GPU scale (papermill -y): {n: 4096,\n#   taus: [0.5, 1.0]}\nn = 16\ntaus = [1.0]\n")
+    assert sweep.gpu_scale(nb) == {"n": 4096, "taus": [0.5, 1.0]}
+    assert sweep.rerun_command(nb) == ("TOKENDYN_DEVICE=cuda papermill book/09_demo.ipynb 09_demo-gpu.ipynb "
+                                       "--cwd book -y '{n: 4096, taus: [0.5, 1.0]}'")
+    bad = _params_notebook(tmp_path, "# GPU scale (papermill -y): {m: 3}\nn = 16\n")
+    with pytest.raises(ValueError, match="'m', which is not a parameter"):
+        sweep.gpu_scale(bad)
+    assert sweep.gpu_scale(_params_notebook(tmp_path, "n = 16\n")) == {}
+
+
+def test_every_chapter_gpu_scale_names_its_own_parameters():
+    book = Path(__file__).resolve().parents[1] / "book"
+    for nb in sorted(book.glob("*.ipynb")):
+        values = sweep.gpu_scale(nb)  # raises on a key the chapter does not have
+        assert nb.stem == "appendix_scale" or values, f"{nb.name} gives no GPU-scale values"
+
+
+def test_recorded_run_time_spans_the_kernel_stamps(tmp_path):
+    stamps = [{"iopub.execute_input": "2026-12-01T10:00:00.5Z", "shell.execute_reply": "2026-12-01T10:00:01Z"},
+              {"iopub.execute_input": "2026-12-01T10:00:02Z", "shell.execute_reply": "2026-12-01T10:01:30.5Z"}]
+    assert sweep.recorded_run_time(_params_notebook(tmp_path, "n = 1\n", stamps)) == pytest.approx(90.0)
+    assert sweep.recorded_run_time(_params_notebook(tmp_path, "n = 1\n")) is None

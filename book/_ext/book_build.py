@@ -132,6 +132,73 @@ class RulesDirective(Directive):
         return [out]
 
 
+def _lib():
+    import sys
+
+    if str(ROOT / "lib") not in sys.path:
+        sys.path.insert(0, str(ROOT / "lib"))
+
+
+def _minutes(seconds: float | None) -> str:
+    if seconds is None:
+        return "not recorded"
+    return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+class RerunDirective(RulesDirective):
+    """The "Rerun at scale" box that ends a chapter: the papermill command with the chapter's
+    GPU-scale values (``tokendyn.sweep.rerun_command``, read from its parameters cell), how long
+    the committed run of the CPU defaults took, and a link to its results record."""
+
+    def run(self):
+        _lib()
+        from tokendyn import sweep
+
+        env = self.state.document.settings.env
+        nb = ROOT / f"{env.docname}.ipynb"
+        stem = nb.stem
+        took = _minutes(sweep.recorded_run_time(nb))
+        text = "\n".join([
+            "```{admonition} Rerun at scale",
+            ":class: tip",
+            "With the GPU-scale values from this chapter's parameters cell, from the project root:",
+            "",
+            "    " + sweep.rerun_command(nb),
+            "",
+            f"The CPU defaults behind this page took **{took}** on 2 CPU cores (the committed run; "
+            "every chapter's time is in the [scale appendix](appendix_scale.ipynb)). The GPU-scale run "
+            "has not been timed: this project's machines had no GPU. Its results record, with the "
+            f'parameters, seed, models, library version and git commit that made it: '
+            f'<a href="../results/{stem}.json" download>{stem}.json</a>.',
+            "```",
+        ])
+        out = nodes.container()
+        self._parse(text, out)
+        return [out]
+
+
+class RuntimesDirective(RulesDirective):
+    """A table of every chapter's recorded CPU run time (``tokendyn.sweep.recorded_run_time``)."""
+
+    def run(self):
+        _lib()
+        from tokendyn import sweep
+
+        book = ROOT / "book"
+        files = sorted(book.glob("[0-9][0-9]_*.ipynb")) + sorted(book.glob("appendix_*.ipynb"))
+        rows = ["| page | CPU defaults, committed run | cells run |", "|---|---|---|"]
+        total = 0.0
+        for f in files:
+            t = sweep.recorded_run_time(f)
+            total += t or 0.0
+            cells = sum(1 for c in json.loads(f.read_text())["cells"] if c.get("metadata", {}).get("execution"))
+            rows.append(f"| [{f.stem}]({f.name}) | {_minutes(t)} | {cells} |")
+        rows.append(f"| **all** | **{_minutes(total)}** | |")
+        out = nodes.container()
+        self._parse("\n".join(rows), out)
+        return [out]
+
+
 def _strip_markers(app, doctree) -> None:
     for node in list(doctree.findall(nodes.literal_block)):
         text = node.astext()
@@ -167,6 +234,8 @@ def setup(app):
     app.add_node(scoreboard_node, html=(lambda self, node: None, lambda self, node: None))
     app.add_directive("tokendyn-scoreboard", ScoreboardDirective)
     app.add_directive("tokendyn-rules", RulesDirective)
+    app.add_directive("tokendyn-rerun", RerunDirective)
+    app.add_directive("tokendyn-runtimes", RuntimesDirective)
     app.connect("config-inited", _execution_switch, priority=100)
     app.connect("doctree-resolved", _fill)
     app.connect("doctree-read", _strip_markers)

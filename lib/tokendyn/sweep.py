@@ -583,3 +583,74 @@ def summary_line(res: SweepResult) -> str:
     return (f"{len(res.points)} points: {len(res.ran)} ran, {len(res.skipped)} already done, "
             f"{len(res.failed)} failed")
 
+
+
+GPU_SCALE_MARK = "# GPU scale"
+
+
+def gpu_scale(notebook: str | Path) -> dict[str, Any]:
+    """The GPU-scale values a chapter's ``parameters`` cell gives, as papermill parameters.
+
+    They are a YAML mapping in a comment that starts ``# GPU scale (...):`` and may run on over
+    following ``#   `` lines. Every key must be a parameter of the cell (``ValueError`` names the
+    one that is not), so the command :func:`rerun_command` prints cannot drift from the chapter.
+    ``{}`` when the chapter gives none.
+    """
+    import yaml
+
+    cell = _parameters_cell(notebook)
+    if cell is None:
+        return {}
+    lines = cell.source.split("\n")
+    start = next((k for k, line in enumerate(lines) if line.startswith(GPU_SCALE_MARK)), None)
+    if start is None:
+        return {}
+    text = [lines[start].split(":", 1)[1]]
+    for line in lines[start + 1:]:
+        if not line.startswith("#   "):
+            break
+        text.append(line[1:])
+    values = yaml.safe_load(" ".join(text))
+    if not isinstance(values, dict):
+        raise ValueError(f"{Path(notebook).name}: the GPU-scale comment is not a mapping: {' '.join(text)!r}")
+    known = parameter_names(notebook) or []
+    for key in values:
+        if key not in known:
+            raise ValueError(f"{Path(notebook).name}: GPU-scale value for {key!r}, which is not a parameter "
+                             f"of the chapter (its parameters: {known})")
+    return values
+
+
+def rerun_command(notebook: str | Path) -> str:
+    """The shell command that reruns a chapter at GPU scale with papermill (from the project root)."""
+    import shlex
+
+    import yaml
+
+    name = Path(notebook).name
+    values = gpu_scale(notebook)
+    cmd = f"TOKENDYN_DEVICE=cuda papermill book/{name} {Path(name).stem}-gpu.ipynb --cwd book"
+    if values:
+        flow = yaml.safe_dump(values, default_flow_style=True, width=10**6, sort_keys=False).strip()
+        cmd += " -y " + shlex.quote(flow)
+    return cmd
+
+
+def recorded_run_time(notebook: str | Path) -> float | None:
+    """Seconds the notebook's committed outputs took to make: from its first cell's start to its
+    last cell's end, as the executing kernel stamped them (``metadata.execution``); ``None`` if the
+    notebook carries no stamps."""
+    from datetime import datetime
+
+    nb = json.loads(Path(notebook).read_text())
+    stamps = [c.get("metadata", {}).get("execution", {}) for c in nb.get("cells", [])]
+    starts = [s.get("iopub.execute_input") or s.get("iopub.status.busy") for s in stamps]
+    ends = [s.get("shell.execute_reply") or s.get("iopub.status.idle") for s in stamps]
+    starts, ends = [s for s in starts if s], [e for e in ends if e]
+    if not starts or not ends:
+        return None
+
+    def parse(t: str) -> datetime:
+        return datetime.fromisoformat(t.replace("Z", "+00:00"))
+
+    return (max(map(parse, ends)) - min(map(parse, starts))).total_seconds()
