@@ -308,3 +308,14 @@ def test_probe_figures_draw_one_bar_per_model_head_and_metric():
     probes = {"a": {"by_register": {"food": {"top1": 0.1, "top5": 0.4}, "sports": {"top1": 0.2, "top5": 0.6}}}}
     rows = next(iter(figures.register_scores(probes, ["a"]).to_dict()["datasets"].values()))
     assert sorted((r["register"], r["top5"]) for r in rows) == [("food", 0.4), ("sports", 0.6)]
+
+
+def test_residual_aim_draws_the_aim_and_its_worth():
+    align = pd.DataFrame({"generator": ["g"] * 2, "K": [4, 8], "mean_abs_cos": [0.1, 0.2], "lo": [0.09, 0.18],
+                          "hi": [0.11, 0.22], "unaimed": [0.04, 0.04]})
+    ratios = pd.DataFrame({"generator": ["g"] * 4, "K": [4, 8, 4, 8], "kind": ["own", "own", "along n", "along n"],
+                           "ratio": [2.0, 1.5, 20.0, 28.0], "lo": [1.8, 1.3, 18.0, 25.0], "hi": [2.2, 1.7, 22.0, 31.0]})
+    spec = _spec(figures.residual_aim(align, ratios))
+    assert len(spec["hconcat"]) == 2
+    with pytest.raises(ValueError, match="lacks columns"):
+        figures.residual_aim(align.drop(columns="unaimed"), ratios)

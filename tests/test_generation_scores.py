@@ -98,3 +98,30 @@ def test_seed_interval_of_a_rate_stays_in_its_range():
 
     est = seed_interval([0.0, 0.0, 0.06], bounds=(0.0, 1.0))
     assert est.lo == 0.0 and est.value == pytest.approx(0.02) and est.hi > 0.06
+
+
+def test_entropy_matched_perplexity_removes_a_diversity_imbalance():
+    from tokendyn.evaluation.generation import entropy_matched_perplexity, text_entropies
+
+    assert text_entropies([[1, 1, 1, 1], [1, 2, 3, 4]]) == pytest.approx([0.0, math.log(4)])
+    rng = np.random.default_rng(0)
+    # Two samplers that score the same at every entropy: per-token NLL 2 at low entropy, 5 at high.
+    # Sampler a writes mostly high-entropy texts, b mostly low ones, so their raw perplexities differ.
+    def texts(n_low, n_high):
+        ent = np.concatenate([rng.uniform(0.5, 1.0, n_low), rng.uniform(2.5, 3.0, n_high)])
+        count = np.full(ent.size, 20.0)
+        nll = np.where(ent < 2, 2.0, 5.0) * count
+        return nll, count, ent
+    a, b = texts(20, 180), texts(180, 20)
+    raw_a = math.exp(a[0].sum() / a[1].sum())
+    raw_b = math.exp(b[0].sum() / b[1].sum())
+    assert raw_a / raw_b > 10
+    m = entropy_matched_perplexity(*a, *b, bins=2, n_boot=200)
+    assert m.a.value == pytest.approx(m.b.value) and m.ratio.value == pytest.approx(1.0)
+    assert m.ratio.lo <= 1.0 <= m.ratio.hi
+    assert m.shares_a[1] > 0.8 and m.shares_b[0] > 0.8
+    # a real difference at equal entropy survives the matching
+    worse = (a[0] * 1.5, a[1], a[2])
+    assert entropy_matched_perplexity(*worse, *b, bins=2, n_boot=200).ratio.lo > 1.5
+    with pytest.raises(ValueError, match="do not overlap"):
+        entropy_matched_perplexity(np.ones(3), np.ones(3), np.zeros(3), np.ones(3), np.ones(3), np.full(3, 9.0), bins=2)

@@ -157,3 +157,94 @@ def score_seeds(model: Any, tokenizer: Any, texts: Sequence[Sequence[str]],
                         seed_interval(col["entropy"], bounds=(0.0, math.inf)),
                         seed_interval(col["repetition"], bounds=rate), seed_interval(col["distinct2"], bounds=rate),
                         rows, len(flat), int(count.sum()))
+
+
+def text_entropies(token_lists: Sequence[Sequence[int]]) -> np.ndarray:
+    """Unigram entropy (nats) of each text's own tokens: ``[N]`` for ``N`` token lists."""
+    out = []
+    for seq in token_lists:
+        if not seq:
+            raise ValueError("token_lists holds an empty list")
+        p = np.array(list(Counter(seq).values()), dtype=np.float64) / len(seq)
+        out.append(float(-(p * np.log(p)).sum()))
+    return np.asarray(out)
+
+
+@dataclass(frozen=True)
+class MatchedPerplexity:
+    """Judge perplexity of two samplers at equal per-text unigram entropy (:func:`entropy_matched_perplexity`).
+
+    ``a`` / ``b``: each sampler's perplexity with its texts reweighted so that the share of texts in
+    every entropy bin equals the pooled share (both samplers' texts together); ``ratio``: ``a / b``.
+    Intervals: percentile bootstrap over texts (each sampler's texts resampled, bins kept).
+    ``edges``: the bins (quantiles of the pooled entropies); ``shares_a`` / ``shares_b`` each
+    sampler's own share per bin, the raw imbalance the matching removes.
+    """
+
+    a: Estimate
+    b: Estimate
+    ratio: Estimate
+    edges: list[float]
+    shares_a: list[float]
+    shares_b: list[float]
+
+
+def entropy_matched_perplexity(nll_a: np.ndarray, count_a: np.ndarray, ent_a: np.ndarray,
+                               nll_b: np.ndarray, count_b: np.ndarray, ent_b: np.ndarray, *, bins: int = 4,
+                               n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> MatchedPerplexity:
+    """Compare two samplers' judge perplexity at matched diversity.
+
+    Per text: ``nll`` (summed, nats), ``count`` (judge tokens) and ``ent`` (:func:`text_entropies`),
+    ``[N_a]`` and ``[N_b]``. The pooled entropies are cut into ``bins`` quantile bins; within a bin
+    each sampler's perplexity is pooled over tokens, and the per-bin log-perplexities are averaged
+    with the pooled bin shares as weights, so both samplers are scored on the same mix of low- and
+    high-entropy texts. A bin that one sampler leaves empty is dropped for both (its share is
+    renormalised away); ``ValueError`` when no bin holds texts of both.
+    """
+    arrays = [np.asarray(v, dtype=np.float64) for v in (nll_a, count_a, ent_a, nll_b, count_b, ent_b)]
+    nll_a, count_a, ent_a, nll_b, count_b, ent_b = arrays
+    if not (nll_a.shape == count_a.shape == ent_a.shape and nll_b.shape == count_b.shape == ent_b.shape):
+        raise ValueError("nll, count and ent must share a shape [N] per sampler")
+    if nll_a.size < 2 or nll_b.size < 2:
+        raise ValueError("each sampler needs at least 2 texts")
+    check_range("bins", bins, 1, None, integer=True)
+    check_range("n_boot", n_boot, 100, None, integer=True)
+    pooled = np.concatenate([ent_a, ent_b])
+    edges = np.quantile(pooled, np.linspace(0, 1, bins + 1))
+    edges[0], edges[-1] = -np.inf, np.inf
+    bin_a = np.clip(np.searchsorted(edges, ent_a, side="right") - 1, 0, bins - 1)
+    bin_b = np.clip(np.searchsorted(edges, ent_b, side="right") - 1, 0, bins - 1)
+    both = [k for k in range(bins) if (bin_a == k).any() and (bin_b == k).any()]
+    if not both:
+        raise ValueError("no entropy bin holds texts of both samplers: their entropies do not overlap")
+    pooled_bins = np.concatenate([bin_a, bin_b])
+    w = np.array([(pooled_bins == k).sum() for k in both], dtype=np.float64)
+    w /= w.sum()
+
+    def matched(nll, count, b, idx):
+        out = 0.0
+        for wk, k in zip(w, both):
+            sel = idx[b[idx] == k]
+            if sel.size == 0 or count[sel].sum() == 0:
+                return math.nan
+            out += wk * nll[sel].sum() / count[sel].sum()
+        return math.exp(out)
+
+    ia, ib = np.arange(nll_a.size), np.arange(nll_b.size)
+    va, vb = matched(nll_a, count_a, bin_a, ia), matched(nll_b, count_b, bin_b, ib)
+    rng = np.random.default_rng(seed)
+    ra, rb = [], []
+    for _ in range(n_boot):
+        ra.append(matched(nll_a, count_a, bin_a, rng.integers(0, nll_a.size, nll_a.size)))
+        rb.append(matched(nll_b, count_b, bin_b, rng.integers(0, nll_b.size, nll_b.size)))
+    ra, rb = np.asarray(ra), np.asarray(rb)
+    ok = np.isfinite(ra) & np.isfinite(rb)
+    q = ((1 - level) / 2, 1 - (1 - level) / 2)
+
+    def est(value, reps, n):
+        lo, hi = np.quantile(reps[ok], q) if ok.any() else (math.nan, math.nan)
+        return Estimate(float(value), float(lo), float(hi), int(n), level)
+
+    share = [float((bin_a == k).mean()) for k in range(bins)], [float((bin_b == k).mean()) for k in range(bins)]
+    return MatchedPerplexity(est(va, ra, nll_a.size), est(vb, rb, nll_b.size), est(va / vb, ra / rb, nll_a.size + nll_b.size),
+                             [float(e) for e in edges[1:-1]], share[0], share[1])

@@ -19,10 +19,10 @@ from .rectangles import (arnold_press, delta_by_gap, delta_controls, delta_distr
                          delta_vs_depth, delta_vs_size, delta_vs_tau, paired_deltas)
 from .scaling import crossover_vs_budget, scaling_ratios
 from .sites import site_entropy
-from .tube import (cliff, generation_perplexity, image_rollin, residual_direction, rollin_flips,
+from .tube import (cliff, generation_perplexity, image_rollin, residual_aim, residual_direction, rollin_flips,
                    terminal_flips, terminal_intervals, tube_mass, tube_prediction)
 
-__all__ = ["ablation_panels", "interface_scaling", "intervention_flips", "ode_sde_curves",
+__all__ = ["residual_aim", "ablation_panels", "interface_scaling", "intervention_flips", "ode_sde_curves",
            "arrhenius_collapse", "arrhenius_lines", "corpus_ablation", "dwell_vs_geometric", "embedding_paths",
            "group_boxplot", "path_explorer", "region_time", "repetition_paths", "trap_depth", "trap_dwells",
            "dabi_curves", "flip_contrast", "taxonomy", "drift_panels", "topic_map", "topic_similarity", "influence_curves", "influence_matrix",

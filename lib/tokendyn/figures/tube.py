@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["tube_mass", "rollin_flips", "tube_prediction", "residual_direction", "terminal_flips", "terminal_intervals",
-           "image_rollin", "cliff", "generation_perplexity"]
+           "image_rollin", "cliff", "generation_perplexity", "residual_aim"]
 
 S_START = alt.X("s_start:Q", scale=alt.Scale(type="log"), title="s(t0), the roll-in's noise scale")
 
@@ -129,3 +129,43 @@ def generation_perplexity(gen: pd.DataFrame, real_ppl: float) -> alt.LayerChart:
     real = alt.Chart(pd.DataFrame({"bigram PPL": [real_ppl]})).mark_rule(color="gray", strokeDash=[4, 3]).encode(y=y)
     return (lines + real).properties(width=420, height=240, title=(
         f"Generated text under a bigram model (dashed: held-out real text, {real_ppl:.0f})"))
+
+
+def residual_aim(align: pd.DataFrame, ratios: pd.DataFrame, band: tuple[float, float] = (10.0, 33.0)
+                      ) -> alt.HConcatChart:
+    """Where each generator's terminal residual points, and what that aim is worth in flips.
+
+    Left: mean ``|cos(r, n)|`` (residual against the nearest-boundary normal) per K and generator,
+    with its interval, and a dashed tick per generator at the ``|cos|`` of an unaimed direction in
+    its dimension. Right (log y): flip ratios over a same-norm isotropic residual per K, one line per
+    ``kind`` (the generator's own residual, the same norms along the normal, ...), with the paper's
+    band shaded.
+
+    ``align``: columns ``generator``, ``K``, ``mean_abs_cos``, ``lo``, ``hi``, ``unaimed``.
+    ``ratios``: columns ``generator``, ``K``, ``kind``, ``ratio``, ``lo``, ``hi``.
+    """
+    for name, df, cols in (("align", align, ("generator", "K", "mean_abs_cos", "lo", "hi", "unaimed")),
+                           ("ratios", ratios, ("generator", "K", "kind", "ratio", "lo", "hi"))):
+        missing = [c for c in cols if c not in df.columns]
+        if missing:
+            raise ValueError(f"{name} lacks columns {missing}")
+    x = alt.X("K:O", title="K steps", axis=alt.Axis(labelAngle=0))
+    gen = alt.Color("generator:N", title="generator", legend=alt.Legend(columns=1))
+    a = alt.Chart(align).encode(x=x, color=gen)
+    left = (a.mark_line(point=True).encode(y=alt.Y("mean_abs_cos:Q", title="mean |cos(r, n)|",
+                                                    scale=alt.Scale(domain=[0, 1])),
+                                           tooltip=["generator", "K", "mean_abs_cos", "lo", "hi", "unaimed"])
+            + a.mark_rule(strokeWidth=2).encode(y="lo:Q", y2="hi:Q")
+            + a.mark_tick(strokeDash=[3, 2], thickness=1.5, size=18).encode(y="unaimed:Q")
+            ).properties(width=230, height=220, title="Aim: |cos| with the boundary normal (ticks: unaimed)")
+    floor = 0.5
+    r = ratios.assign(**{f"{k}_plot": ratios[k].astype(float).clip(lower=floor) for k in ("ratio", "lo", "hi")},
+                      series=ratios["generator"] + ": " + ratios["kind"])
+    y = alt.Y("ratio_plot:Q", title="flips over a same-norm isotropic residual (log)", scale=alt.Scale(type="log"))
+    b = alt.Chart(r).encode(x=x, color=alt.Color("series:N", title="residual", legend=alt.Legend(columns=1, labelLimit=360)))
+    shade = alt.Chart(pd.DataFrame({"lo": [band[0]], "hi": [band[1]]})).mark_rect(opacity=0.15, color="orange").encode(
+        y="lo:Q", y2="hi:Q")
+    right = (shade + b.mark_line(point=True).encode(y=y, tooltip=["generator", "kind", "K", "ratio", "lo", "hi"])
+             + b.mark_rule(strokeWidth=2).encode(y="lo_plot:Q", y2="hi_plot:Q")
+             ).properties(width=230, height=220, title=f"Worth: flip ratio (orange: the paper's {band[0]:g}-{band[1]:g}x)")
+    return alt.hconcat(left, right).resolve_scale(color="independent")
