@@ -62,3 +62,21 @@ def test_scoreboard_gathers_every_claim_from_results(tmp_path):
     rec = json.loads((tmp_path / "02_rectangle_test.json").read_text())
     assert rec["claims"][1]["claim"] == "topics separate"
     assert "[2] An autoregressive" in repr(claims.table([f]))
+
+
+def test_scoreboard_points_read_every_interval_of_a_range_claim():
+    from tokendyn import figures
+
+    assert claims.intervals_in("a: 0.45 [0.39, 0.51]; K=4: 11.0% [10.3%, 11.6%], n=16: 2 [2, 3]") == [
+        ("a", 0.45, 0.39, 0.51), ("K=4", pytest.approx(0.11), pytest.approx(0.103), pytest.approx(0.116)),
+        ("n=16", 2.0, 2.0, 3.0)]
+    rows = [{"id": "1", "text": "t", "paper": "p", "ours": "m: 0.45 [0.39, 0.51]; n: 0.43 [0.36, 0.51]",
+             "basis": "", "verdict": "partly", "chapter": "02", "rule": "claim_1", "reason": "", "headline": ""},
+            {"id": "6", "text": "t", "paper": "p", "ours": "x 3 [1, 5]", "basis": "", "verdict": "partly",
+             "chapter": "04", "rule": "", "reason": "", "headline": ""}]
+    pts = claims.scoreboard_points(claims.Table(rows))
+    assert [(p["label"], p["paper_lo"], p["verdict"]) for p in pts] == [("m", 0.64, "partly"), ("n", 0.64, "partly")]
+    spec = figures.scoreboard(pts).to_dict()
+    assert spec["resolve"]["scale"]["x"] == "independent"
+    with pytest.raises(ValueError, match="points must hold"):
+        figures.scoreboard([])

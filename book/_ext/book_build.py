@@ -95,8 +95,20 @@ def _fill(app, doctree, docname) -> None:
                f"<ul class=\"tokendyn-sources\">{''.join(made)}</ul>") if records else (
         "<p><strong>No results were found</strong>: build the book with <code>make book</code>, "
         "which executes every chapter.</p>")
+    figure = ""
+    points = claims.scoreboard_points(board)
+    if points:  # the opening figure: the paper's range beside ours, per numeric claim
+        import tokendyn.plotting as tp
+        from tokendyn import figures
+
+        tp.setup()
+        tp.number_figures("S")
+        tp.caption("Each claim whose paper value is a range: the paper's range (orange band) and every number of "
+                   "ours with its 95% interval (points and bars), coloured by the verdict of its claims row. Each "
+                   "row has its own scale; the table below holds the rest.")
+        figure = tp.render_spec(figures.scoreboard(points).to_dict())["text/html"]
     for node in nodes_here:
-        node.replace_self(nodes.raw("", board._repr_html_() + sources, format="html"))
+        node.replace_self(nodes.raw("", figure + board._repr_html_() + sources, format="html"))
 
 
 def _markdown(doc: str) -> str:
@@ -163,11 +175,12 @@ class RerunDirective(RulesDirective):
             ":class: tip",
             "With the GPU-scale values from this chapter's parameters cell, from the project root:",
             "",
-            "    " + sweep.rerun_command(nb),
+            "    " + sweep.rerun_command(nb).replace(" -y ", " \\\n        -y "),
             "",
             f"The CPU defaults behind this page took **{took}** on 2 CPU cores (the committed run; "
             "every chapter's time is in the [scale appendix](appendix_scale.ipynb)). The GPU-scale run "
-            "has not been timed: this project's machines had no GPU. Its results record, with the "
+            "has not been timed: no GPU was available to the runs behind this book. This page's results "
+            "record, with the "
             f'parameters, seed, models, library version and git commit that made it: '
             f'<a href="../results/{stem}.json" download>{stem}.json</a>.',
             "```",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,42 @@ class Table:
             body.append(f'<tr data-chapter="{html.escape(r.get("chapter", ""))}">' + "".join(cells) + "</tr>")
         return (f'<table class="tokendyn-claims"><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(body)}</tbody></table>')
+
+
+# The paper's numeric ranges, for the scoreboard's figure (claims whose paper value is a range).
+PAPER_RANGES: dict[int, tuple[float, float]] = {1: (0.64, 0.80), 5: (1.5, 2.0), 10: (10.0, 33.0), 11: (0.12, 0.41)}
+
+_NUM = r"(-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)"
+_INTERVAL = re.compile(_NUM + r"(%?)\s*\[" + _NUM + r"%?,\s*" + _NUM + r"%?\]")
+
+
+def intervals_in(text: str) -> list[tuple[str, float, float, float]]:
+    """Every ``value [lo, hi]`` in a claims row's text, with the label before it (the text since the
+    previous ``;``, up to the number): ``[(label, value, lo, hi)]``. Percentages become fractions."""
+    out, start = [], 0
+    for m in _INTERVAL.finditer(text):
+        cut = max(text.rfind(";", start, m.start()), text.rfind(", ", start, m.start()))
+        label = text[(cut + 1 if cut >= 0 else start):m.start()].strip(" ,").rstrip(":=").strip()
+        scale = 0.01 if m.group(2) == "%" else 1.0
+        v, lo, hi = (float(g.replace(",", "")) * scale for g in (m.group(1), m.group(3), m.group(4)))
+        out.append((label, v, lo, hi))
+        start = m.end()
+    return out
+
+
+def scoreboard_points(table: Table) -> list[dict[str, Any]]:
+    """The scoreboard figure's data: for each claim in :data:`PAPER_RANGES`, each number with an
+    interval in its rows (``ours``), beside the paper's range, with the row's verdict."""
+    pts = []
+    for r in table.rows:
+        cid = int(r["id"]) if r["id"].isdigit() else None
+        if cid not in PAPER_RANGES:
+            continue
+        lo_p, hi_p = PAPER_RANGES[cid]
+        for label, v, lo, hi in intervals_in(r["ours"]):
+            pts.append({"claim": f"{cid}. {CLAIMS[cid].text[:60]}", "label": label or r["chapter"], "value": v,
+                        "lo": lo, "hi": hi, "paper_lo": lo_p, "paper_hi": hi_p, "verdict": r["verdict"]})
+    return pts
 
 
 def _row(f: Finding | dict[str, Any]) -> dict[str, str]:

@@ -13,7 +13,7 @@ from .embeddings import topic_map, topic_similarity
 from .influence import influence_curves, influence_matrix
 from .mixing import (coupling_anchor, distance_to_stationarity, dwell_survival, paired_survival,
                      stationary_laws, survival_grid)
-from .probes import cloze_scores, register_scores
+from .probes import cloze_scores, register_scores, scoreboard
 from .performance import flop_rates, kernel_rates, scaling_table, step_rate_rounds, step_rate_scaling
 from .rectangles import (arnold_press, delta_by_gap, delta_controls, delta_distribution, delta_intervals,
                          delta_vs_depth, delta_vs_size, delta_vs_tau, paired_deltas)
@@ -22,7 +22,7 @@ from .sites import site_entropy
 from .tube import (cliff, generation_perplexity, image_rollin, residual_aim, residual_direction, rollin_flips,
                    terminal_flips, terminal_intervals, tube_mass, tube_prediction)
 
-__all__ = ["residual_aim", "ablation_panels", "interface_scaling", "intervention_flips", "ode_sde_curves",
+__all__ = ["residual_aim", "scoreboard", "ablation_panels", "interface_scaling", "intervention_flips", "ode_sde_curves",
            "arrhenius_collapse", "arrhenius_lines", "corpus_ablation", "dwell_vs_geometric", "embedding_paths",
            "group_boxplot", "path_explorer", "region_time", "repetition_paths", "trap_depth", "trap_dwells",
            "dabi_curves", "flip_contrast", "taxonomy", "drift_panels", "topic_map", "topic_similarity", "influence_curves", "influence_matrix",
