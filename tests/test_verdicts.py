@@ -118,6 +118,11 @@ def test_claims_13_to_16():
     assert V.claim_14(ode, sde, E(3.5, 3.4, 3.6), E(3.45, 3.3, 3.6)).verdict == R
     assert V.claim_14(ode, sde, E(3.5, 3.4, 3.6), E(2.9, 2.8, 3.0)).verdict == P
     assert V.claim_14(sde, ode, E(3.5, 3.4, 3.6), E(3.5, 3.4, 3.6)).verdict == N
+    # the entropy falls, but at equal entropy the SDE still wins: its edge is not bought with diversity
+    low = (E(3.5, 3.4, 3.6), E(2.9, 2.8, 3.0))
+    assert V.claim_14(ode, sde, *low, matched_ratio=E(1.6, 1.3, 1.9)).verdict == R
+    assert V.claim_14(ode, sde, *low, matched_ratio=E(1.1, 0.9, 1.3)).verdict == P
+    assert V.claim_14(sde, ode, *low, matched_ratio=E(1.6, 1.3, 1.9)).verdict == N
     ctl = E(0.103, 0.097, 0.109)
     assert V.claim_15({"x": 0.11}, ctl, {"x": 0.118}, 0.11).verdict == R
     assert V.claim_15({"x": 0.08}, ctl, {"x": 0.09}, 0.11).verdict == P
