@@ -450,3 +450,21 @@ def test_fit_probe_fails_on_a_too_wide_chart_an_empty_facet_and_an_alike_legend(
     assert "empty facet" in kinds, found["broken"]
     assert "alike legend" in kinds, found["broken"]
     assert found["fixed"] == [], found["fixed"]
+
+
+def test_every_chapter_ends_with_its_rerun_box_and_results_link(built):
+    """Each chapter and appendix with a parameters cell ends with a "Rerun at scale" box: its own
+    papermill command, its committed run's CPU time, and a link to a results record the built
+    book serves; the scale appendix tabulates every page's run time."""
+    for doc in _toc_files():
+        name = Path(doc).name
+        if not (name[:2].isdigit() or name in ("appendix_models", "appendix_performance")):
+            continue
+        text = (HTML / f"{doc}.html").read_text(encoding="utf-8")
+        assert "Rerun at scale" in text, f"{name}: no rerun box"
+        assert f"papermill book/{name}.ipynb" in text, f"{name}: the box does not rerun this chapter"
+        assert "took <strong>" in text and "not recorded" not in text.split("Rerun at scale", 1)[1], name
+        link = re.search(r'href="\.\./results/([^"]+\.json)"', text.split("Rerun at scale", 1)[1])
+        assert link and (HTML / "results" / link.group(1)).is_file(), f"{name}: results link {link}"
+    scale = (HTML / "book" / "appendix_scale.html").read_text(encoding="utf-8")
+    assert "How long each page takes" in scale and scale.count(" min</td>") + scale.count(" s</td>") >= 10
