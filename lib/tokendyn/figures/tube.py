@@ -139,7 +139,7 @@ def residual_aim(align: pd.DataFrame, ratios: pd.DataFrame, band: tuple[float, f
     with its interval, and a dashed tick per generator at the ``|cos|`` of an unaimed direction in
     its dimension. Right (log y): flip ratios over a same-norm isotropic residual per K, one line per
     ``kind`` (the generator's own residual, the same norms along the normal, ...), with the paper's
-    band shaded.
+    band shaded. A ratio of 0 (no flip under either residual) is not drawn.
 
     ``align``: columns ``generator``, ``K``, ``mean_abs_cos``, ``lo``, ``hi``, ``unaimed``.
     ``ratios``: columns ``generator``, ``K``, ``kind``, ``ratio``, ``lo``, ``hi``.
@@ -153,12 +153,13 @@ def residual_aim(align: pd.DataFrame, ratios: pd.DataFrame, band: tuple[float, f
     gen = alt.Color("generator:N", title="generator", legend=alt.Legend(columns=1))
     a = alt.Chart(align).encode(x=x, color=gen)
     left = (a.mark_line(point=True).encode(y=alt.Y("mean_abs_cos:Q", title="mean |cos(r, n)|",
-                                                    scale=alt.Scale(domain=[0, 1])),
+                                                    scale=alt.Scale(zero=True)),
                                            tooltip=["generator", "K", "mean_abs_cos", "lo", "hi", "unaimed"])
             + a.mark_rule(strokeWidth=2).encode(y="lo:Q", y2="hi:Q")
             + a.mark_tick(strokeDash=[3, 2], thickness=1.5, size=18).encode(y="unaimed:Q")
-            ).properties(width=230, height=220, title="Aim: |cos| with the boundary normal (ticks: unaimed)")
+            ).properties(width=230, height=220, title="Aim (ticks: no aim)")
     floor = 0.5
+    ratios = ratios[ratios["ratio"].astype(float) > 0]  # no flips either way: no ratio to draw
     r = ratios.assign(**{f"{k}_plot": ratios[k].astype(float).clip(lower=floor) for k in ("ratio", "lo", "hi")},
                       series=ratios["generator"] + ": " + ratios["kind"])
     y = alt.Y("ratio_plot:Q", title="flips over a same-norm isotropic residual (log)", scale=alt.Scale(type="log"))
@@ -167,5 +168,5 @@ def residual_aim(align: pd.DataFrame, ratios: pd.DataFrame, band: tuple[float, f
         y="lo:Q", y2="hi:Q")
     right = (shade + b.mark_line(point=True).encode(y=y, tooltip=["generator", "kind", "K", "ratio", "lo", "hi"])
              + b.mark_rule(strokeWidth=2).encode(y="lo_plot:Q", y2="hi_plot:Q")
-             ).properties(width=230, height=220, title=f"Worth: flip ratio (orange: the paper's {band[0]:g}-{band[1]:g}x)")
+             ).properties(width=230, height=220, title=f"Worth (orange: the paper's {band[0]:g}-{band[1]:g}x)")
     return alt.hconcat(left, right).resolve_scale(color="independent")
