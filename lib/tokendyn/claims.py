@@ -199,7 +199,7 @@ def scoreboard_points(table: Table) -> list[dict[str, Any]]:
             continue
         lo_p, hi_p = PAPER_RANGES[cid]
         for label, v, lo, hi in intervals_in(r["ours"]):
-            pts.append({"claim": f"{cid}. {CLAIMS[cid].text[:60]}", "label": label or r["chapter"], "value": v,
+            pts.append({"claim": f"{cid}. {CLAIMS[cid].text}", "order": cid, "label": label or r["chapter"], "value": v,
                         "lo": lo, "hi": hi, "paper_lo": lo_p, "paper_hi": hi_p, "verdict": r["verdict"]})
     return pts
 

@@ -64,7 +64,9 @@ def scoreboard(points: Sequence[Mapping[str, Any]]) -> alt.FacetChart:
             x="value:Q", tooltip=["claim", "label", "value", "lo", "hi", "paper_lo", "paper_hi", "verdict"]),
         data=df,
     ).properties(width=440, height=alt.Step(16)).facet(
-        row=alt.Row("claim:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left", labelOrient="top",
-                                                            labelFontWeight="bold", labelLimit=520))
+        row=alt.Row("claim:N", title=None, sort=list(dict.fromkeys(df.sort_values("order", kind="stable")["claim"]))
+                    if "order" in df else None,
+                    header=alt.Header(labelAngle=0, labelAlign="left", labelAnchor="start", labelOrient="top",
+                                      labelFontWeight="bold", labelLimit=600))
     ).resolve_scale(x="independent", y="independent").properties(
         title="Ours (points, 95% intervals) against the paper's range (orange)")
