@@ -99,12 +99,15 @@ def test_ladder_snapshots_the_asked_steps_and_a_killed_run_resumes_to_the_same_s
             raise KeyboardInterrupt
         return real_loss(net, x1, gen)
 
-    monkeypatch.setattr(training_latents, "flow_loss", dies_at_step_23)
-    with pytest.raises(KeyboardInterrupt):
-        tcl.flow_ladder(states, killed, **run)
-    monkeypatch.setattr(training_latents, "flow_loss", real_loss)
-    assert list(_snapshots(killed)) == ["flow-step00010.pt"]
-    assert torch.load(killed / "flow.pt", weights_only=True)["step"] == 20
+    def killed_run(owner, name, fake, real, checkpoint_step):
+        monkeypatch.setattr(owner, name, fake)
+        with pytest.raises(KeyboardInterrupt):
+            tcl.flow_ladder(states, killed, **run)
+        monkeypatch.setattr(owner, name, real)
+        assert list(_snapshots(killed)) == ["flow-step00010.pt"]
+        assert torch.load(killed / "flow.pt", weights_only=True)["step"] == checkpoint_step
+
+    killed_run(training_latents, "flow_loss", dies_at_step_23, real_loss, 20)
 
     # kill 2: after the step-30 checkpoint, while the snapshot's losses are computed
     real_eval = tcl.fixed_flow_loss
@@ -112,12 +115,7 @@ def test_ladder_snapshots_the_asked_steps_and_a_killed_run_resumes_to_the_same_s
     def dies(*a, **kw):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(tcl, "fixed_flow_loss", dies)
-    with pytest.raises(KeyboardInterrupt):
-        tcl.flow_ladder(states, killed, **run)
-    monkeypatch.setattr(tcl, "fixed_flow_loss", real_eval)
-    assert list(_snapshots(killed)) == ["flow-step00010.pt"]
-    assert torch.load(killed / "flow.pt", weights_only=True)["step"] == 30
+    killed_run(tcl, "fixed_flow_loss", dies, real_eval, 30)
 
     tcl.flow_ladder(states, killed, **run)
     _same(_snapshots(killed), snaps)

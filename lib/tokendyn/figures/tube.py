@@ -9,6 +9,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from .dabi import _need
+
 __all__ = ["tube_mass", "rollin_flips", "tube_prediction", "residual_direction", "terminal_flips", "terminal_intervals",
            "image_rollin", "cliff", "generation_perplexity", "residual_aim"]
 
@@ -144,11 +146,8 @@ def residual_aim(align: pd.DataFrame, ratios: pd.DataFrame, band: tuple[float, f
     ``align``: columns ``generator``, ``K``, ``mean_abs_cos``, ``lo``, ``hi``, ``unaimed``.
     ``ratios``: columns ``generator``, ``K``, ``kind``, ``ratio``, ``lo``, ``hi``.
     """
-    for name, df, cols in (("align", align, ("generator", "K", "mean_abs_cos", "lo", "hi", "unaimed")),
-                           ("ratios", ratios, ("generator", "K", "kind", "ratio", "lo", "hi"))):
-        missing = [c for c in cols if c not in df.columns]
-        if missing:
-            raise ValueError(f"{name} lacks columns {missing}")
+    _need(align, ["generator", "K", "mean_abs_cos", "lo", "hi", "unaimed"], "align")
+    _need(ratios, ["generator", "K", "kind", "ratio", "lo", "hi"], "ratios")
     x = alt.X("K:O", title="K steps", axis=alt.Axis(labelAngle=0))
     gen = alt.Color("generator:N", title="generator", legend=alt.Legend(columns=1))
     a = alt.Chart(align).encode(x=x, color=gen)
