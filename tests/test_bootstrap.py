@@ -94,3 +94,33 @@ def test_scaling_C_interval_brackets_the_fit():
     fit = diagnostics.scaling_fit(ns, [med[n] for n in ns])
     lo, hi = bs.scaling_C_interval(ns, bs.bootstrap_medians(cells, n_boot=300))
     assert lo <= fit.C <= hi
+
+
+def test_shape_slope_interval_brackets_the_slope_and_sees_a_steeper_law():
+    ns = [8, 16, 32, 64]
+    law = {n: _cell(64, int(6 * diagnostics.n_log_n(n)), n) for n in ns}
+    med = diagnostics.median_times(law)
+    b = diagnostics.shape_slope(ns, [med[n] for n in ns])
+    lo, hi = bs.shape_slope_interval(ns, bs.bootstrap_medians(law, n_boot=300))
+    assert lo <= b <= hi and lo < 1.25 and hi > 0.75
+    steep = {n: _cell(64, int(0.05 * diagnostics.n_log_n(n) ** 2), n) for n in ns}
+    lo2, _ = bs.shape_slope_interval(ns, bs.bootstrap_medians(steep, n_boot=300))
+    assert lo2 > 1.5
+
+
+def test_scaling_table_matches_its_parts_and_caps_censored_ratios():
+    ns, taus = [8, 16, 32], [1.0, 5.0]
+    cells = {("m", n, t): _cell(48, int((6 if t == 5.0 else 40) * diagnostics.n_log_n(n)), n + int(t))
+             for n in ns for t in taus}
+    fits, ratios = bs.scaling_table(cells, ["m"], ns, taus, n_boot=200, seed=0, cap=10.0)
+    assert [(r["model"], r["tau"]) for r in fits] == [("m", 1.0), ("m", 5.0)]
+    med = diagnostics.median_times(cells)
+    top = fits[1]
+    assert top["C"] == pytest.approx(diagnostics.scaling_fit(ns, [med[("m", n, 5.0)] for n in ns]).C)
+    assert top["shape"] == pytest.approx(diagnostics.shape_slope(ns, [med[("m", n, 5.0)] for n in ns]))
+    assert top["shape_lo"] <= top["shape"] <= top["shape_hi"]
+    assert len(ratios) == len(ns) * len(taus)
+    # tau = 1: the budget is 40 n ln n and the times run to twice that, so the median sits near 40 -> capped at 10
+    assert all(r["T / (n ln n)"] <= 10.0 and r["hi"] <= 10.0 for r in ratios)
+    one = bs.scaling_table({k: v for k, v in cells.items() if k[1] == 8}, ["m"], [8], taus, n_boot=100)[0]
+    assert all(math.isnan(r["shape"]) for r in one)

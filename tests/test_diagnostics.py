@@ -237,3 +237,16 @@ def test_coupling_drift_grid_reads_drift_off_the_coupled_chains(tmp_path):
     with pytest.raises(ValueError, match="drift_steps"):
         experiments.coupling_drift_grid(model, x0, y0, taus=[1.0], max_steps=20, drift_steps=40, records=4,
                                    seed=0, decode=decode, embed=embed)
+
+
+def test_shape_slope_is_one_for_n_log_n_and_two_for_its_square():
+    ns = [8, 16, 32, 64]
+    assert diagnostics.shape_slope(ns, [3.0 * n * math.log(n) for n in ns]) == pytest.approx(1.0, abs=1e-12)
+    assert diagnostics.shape_slope(ns, [(n * math.log(n)) ** 2 for n in ns]) == pytest.approx(2.0, abs=1e-12)
+    # n^2 grows faster than n ln n but slower than its square
+    assert 1.0 < diagnostics.shape_slope(ns, [float(n * n) for n in ns]) < 2.0
+    assert diagnostics.shape_slope(ns, [10.0, 20.0, math.inf, 40.0]) == math.inf
+    with pytest.raises(ValueError, match="two distinct"):
+        diagnostics.shape_slope([8, 8], [1.0, 2.0])
+    with pytest.raises(ValueError, match="positive"):
+        diagnostics.shape_slope([8, 16], [0.0, 2.0])

@@ -19,13 +19,13 @@ import numpy as np
 import torch
 
 from ..checks import check_range
-from .scaling import crossover, n_log_n, scaling_fit
-from .survival import as_1d
+from .scaling import crossover, n_log_n, scaling_fit, shape_slope
+from .survival import as_1d, median_times
 
 K = TypeVar("K", bound=Hashable)
 
 __all__ = ["censor_at", "bootstrap_medians", "median_draws_interval", "Crossover", "crossover_draws",
-           "rise_probability", "scaling_C_interval"]
+           "rise_probability", "scaling_C_interval", "shape_slope_interval", "scaling_table"]
 
 
 def censor_at(times: torch.Tensor, censored: torch.Tensor, budget: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -135,3 +135,54 @@ def scaling_C_interval(ns: Sequence[int], draws: Mapping[int, np.ndarray],
     n_boot = len(draws[ns[0]])
     cs = np.array([scaling_fit(ns, [float(draws[n][b]) for n in ns]).C for b in range(n_boot)])
     return median_draws_interval(cs, level)
+
+
+def shape_slope_interval(ns: Sequence[int], draws: Mapping[int, np.ndarray],
+                         level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of the slope of ``log T`` on ``log(n ln n)`` (:func:`~.scaling.shape_slope`)
+    over bootstrap draws of the median at each ``n`` (:func:`bootstrap_medians`; the lengths' runs
+    are independent, so draws are paired by index). A resample with a censored median gives an
+    infinite slope, so the upper end is ``inf`` when that is common."""
+    n_boot = len(draws[ns[0]])
+    if any(len(draws[n]) != n_boot for n in ns):
+        raise ValueError("every length needs the same number of bootstrap draws")
+    slopes = np.array([shape_slope(ns, [float(draws[n][b]) for n in ns]) for b in range(n_boot)])
+    return median_draws_interval(slopes, level)
+
+
+def scaling_table(cells: Mapping[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]], names: Sequence[str],
+                  ns: Sequence[int], taus: Sequence[float], *, n_boot: int = 1000, seed: int = 0,
+                  cap: float = math.inf) -> tuple[list[dict], list[dict]]:
+    """The n ln n scaling of one run, with bootstrap intervals over the runs of each cell.
+
+    ``cells`` maps ``(model, n, tau)`` to ``(times [N], censored [N])`` for every model in
+    ``names``, length in ``ns`` and temperature in ``taus``. Returns ``(fits, ratios)``:
+
+    - ``fits``, one row per (model, tau): ``C`` of ``T = C n ln n`` and its interval
+      (``C_lo``, ``C_hi``), the flatness ``slope`` of :func:`~.scaling.scaling_fit`, and the
+      ``shape`` exponent of ``T ~ (n ln n)^b`` (:func:`~.scaling.shape_slope`, ``nan`` with fewer
+      than two lengths) with its interval (``shape_lo``, ``shape_hi``);
+    - ``ratios``, one row per (model, tau, n): the median over ``n ln n`` and its interval, drawn
+      at ``cap`` when censored (``censored`` says so).
+    """
+    med = median_times(cells)
+    draws = bootstrap_medians(cells, n_boot=n_boot, seed=seed)
+    fits, ratios = [], []
+    for name in names:
+        for tau in taus:
+            fit = scaling_fit(ns, [med[(name, n, tau)] for n in ns])
+            per_n = {n: draws[(name, n, tau)] for n in ns}
+            c_lo, c_hi = scaling_C_interval(ns, per_n)
+            if len(set(ns)) >= 2:
+                shape = shape_slope(ns, [med[(name, n, tau)] for n in ns])
+                s_lo, s_hi = shape_slope_interval(ns, per_n)
+            else:
+                shape = s_lo = s_hi = math.nan
+            fits.append({"model": name, "tau": tau, "C": fit.C, "C_lo": c_lo, "C_hi": c_hi, "slope": fit.slope,
+                         "shape": shape, "shape_lo": s_lo, "shape_hi": s_hi})
+            for n, r in zip(ns, fit.ratios):
+                lo, hi = median_draws_interval(per_n[n])
+                ratios.append({"model": name, "tau": tau, "n": n, "T / (n ln n)": min(r, cap),
+                               "lo": min(lo / n_log_n(n), cap), "hi": min(hi / n_log_n(n), cap),
+                               "censored": not math.isfinite(r)})
+    return fits, ratios

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..checks import check_range
 
-__all__ = ["n_log_n", "ScalingFit", "scaling_fit", "crossover"]
+__all__ = ["n_log_n", "ScalingFit", "scaling_fit", "shape_slope", "crossover"]
 
 
 def n_log_n(n: int | float) -> float:
@@ -60,6 +60,30 @@ def scaling_fit(ns: Sequence[int], times: Sequence[float]) -> ScalingFit:
     else:
         slope = math.nan
     return ScalingFit(ns=tuple(int(n) for n in ns), ratios=ratios, C=C, slope=slope)
+
+
+def shape_slope(ns: Sequence[int], times: Sequence[float]) -> float:
+    """The exponent ``b`` of ``T ~ (n ln n)^b``: least-squares slope of ``log T`` on ``log(n ln n)``.
+
+    ``ns`` [K] lengths (>= 2, at least two distinct) and ``times`` [K] a typical time at each.
+    ``b = 1`` is the ``n log n`` law; ``b`` near 2 is quadratic growth. ``inf`` when any time is
+    censored (``inf``): a chain that did not mix within the budget only bounds the slope from below
+    at its length, so no finite slope is reported.
+    """
+    if len(ns) != len(times) or len(ns) < 2:
+        raise ValueError(f"ns and times must have equal length >= 2, got {len(ns)} and {len(times)}")
+    for n in ns:
+        check_range("n", n, 2, None, integer=True)
+    if len(set(ns)) < 2:
+        raise ValueError(f"ns={list(ns)}: a slope needs at least two distinct lengths")
+    if any(not math.isfinite(float(T)) for T in times):
+        return math.inf
+    if any(float(T) <= 0 for T in times):
+        raise ValueError(f"times={list(times)}: a slope on log T needs positive times")
+    x = [math.log(n_log_n(n)) for n in ns]
+    y = [math.log(float(T)) for T in times]
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
 
 
 def crossover(ratios: Mapping[float, float], *, blowup: float = 3.0) -> tuple[float, float]:
