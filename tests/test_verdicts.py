@@ -54,6 +54,10 @@ def test_claim_4():
     assert V.claim_4(c, 2).verdict == P
     assert V.claim_4(c, 4, shape_slope=E(1.0, 0.9, 1.1)).verdict == R
     assert V.claim_4(c, 4, shape_slope=E(1.6, 1.4, 1.8)).verdict == P
+    # one slope per model: every one must be inside
+    assert V.claim_4(c, 4, shape_slope={"a": E(1.0, 0.9, 1.1), "b": E(1.05, 0.95, 1.15)}).verdict == R
+    assert V.claim_4(c, 4, shape_slope={"a": E(1.0, 0.9, 1.1), "b": E(1.6, 1.4, 1.8)}).verdict == P
+    assert V.claim_4(c, 4, shape_slope={}).verdict == P
     assert V.claim_4({"m": E(math.inf, 2.0, math.inf)}, 4).verdict == N
 
 
