@@ -24,11 +24,15 @@ import math  # noqa: E402
 import warnings  # noqa: E402
 from collections.abc import Iterable, Iterator  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
-from typing import TypeVar  # noqa: E402
+from typing import TYPE_CHECKING, TypeVar  # noqa: E402
 
 import torch  # noqa: E402
 
 from . import devices, plotting  # noqa: E402
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pandas.io.formats.style import Styler
 from .checks import check_range  # noqa: E402
 
 T = TypeVar("T")
@@ -191,3 +195,19 @@ def sig(x: float, digits: int = 3) -> float:
     """``x`` rounded to ``digits`` significant digits, as a float (what a checked output prints,
     so that round-off below the claim's precision cannot change it)."""
     return float(f"{x:.{digits}g}")
+
+
+def interval(x: float | None, lo: float | None, hi: float | None, spec: str = ".2f", *,
+             nan: str = "censored", inf: str = "censored") -> str:
+    """``'x [lo, hi]'``, each part by :func:`fmt` (an infinite upper end prints ``inf``'s word)."""
+    return f"{fmt(x, spec, nan=nan, inf=inf)} [{fmt(lo, spec, nan=nan, inf=inf)}, {fmt(hi, spec, nan=nan, inf=inf)}]"
+
+
+def table(df: pd.DataFrame, caption: str = "") -> Styler:
+    """A results table as the reader sees it: no index, human headers as given, an optional caption.
+
+    The numbers are formatted by the caller (``interval``, ``fmt``) to what the claim needs; the
+    checked text of the same numbers goes in a hidden cell, so a page shows a table, not a printout.
+    """
+    style = df.style.hide(axis="index")
+    return style.set_caption(caption) if caption else style
