@@ -117,6 +117,79 @@ def test_restricted_mean_and_dwell_check_on_real_chains():
         traps.dwell_check(t + 100, e, q, steps)
 
 
+def test_trap_census_keeps_each_distinct_perfect_trap_at_its_first_start():
+    potts = toy.potts_chain(6, 3, coupling=1.2, field=0.8, seed=2)
+    x0 = torch.randint(3, (40, 6), generator=torch.Generator().manual_seed(0))
+    c = traps.trap_census(potts, x0, max_sweeps=30)
+    g = traps.greedy_traps(potts, x0, max_sweeps=30)
+    assert torch.equal(c.greedy.tokens, g.tokens)
+    m_all = traps.margins(all_logits(potts, g.tokens), g.tokens)
+    assert torch.equal(c.perfect, traps.is_perfect_trap(m_all))
+    ends = [tuple(r) for r in g.tokens[c.perfect].tolist()]
+    assert len(c.tokens) == len(set(ends)) >= 2                   # distinct, none missing
+    assert len({tuple(r) for r in c.tokens.tolist()}) == len(c.tokens)
+    for k, i in enumerate(c.keep.tolist()):                        # each at the first start that found it
+        first = min(j for j in range(len(x0)) if bool(c.perfect[j]) and torch.equal(g.tokens[j], c.tokens[k]))
+        assert i == first
+    assert c.keep.tolist() == sorted(c.keep.tolist())
+    assert torch.equal(c.logits, all_logits(potts, c.tokens))
+    assert torch.equal(c.margins, m_all[c.keep]) and torch.equal(c.min_margin, m_all[c.keep].min(-1).values)
+    small = traps.trap_census(potts, x0, max_sweeps=30, chunk=3)  # the chunking changes nothing
+    assert torch.equal(small.tokens, c.tokens) and torch.equal(small.logits, c.logits)
+    none = traps.trap_census(field_model([[1.0, 1.0], [1.0, 1.0]]), torch.zeros(3, 2, dtype=torch.long))
+    assert len(none.tokens) == 0 and len(none.min_margin) == 0 and not bool(none.perfect.any())   # ties only
+
+
+def test_dwell_check_with_one_q_per_chain():
+    t = torch.tensor([1, 3, 6, 6, 2, 6])
+    e = t < 6
+    one = traps.dwell_check(t, e, 0.3, 5)
+    same = traps.dwell_check(t, e, torch.full((6,), 0.3, dtype=torch.float64), 5)
+    assert (one.predicted, one.max_gap, one.observed, one.q) == (same.predicted, same.max_gap, same.observed, same.q)
+    q = torch.tensor([0.1, 0.1, 0.1, 0.5, 0.5, 1.0], dtype=torch.float64)
+    mix = traps.dwell_check(t, e, q, 5)
+    want = sum(traps.restricted_mean_geometric(float(v), 5) for v in q) / 6
+    assert abs(mix.predicted - want) < 1e-12 and abs(mix.q - float(q.mean())) < 1e-15
+    grid = torch.arange(6, dtype=torch.float64)
+    geo = torch.stack([(1 - float(v)) ** grid for v in q]).mean(0)       # 0^0 = 1 for the q = 1 chain
+    obs = (t.double()[None, :] > grid[:, None]).double().mean(1)
+    assert abs(mix.max_gap - float((obs - geo).abs().max())) < 1e-12
+    with pytest.raises(ValueError, match="holds 2 values"):
+        traps.dwell_check(t, e, q[:2], 5)
+    with pytest.raises(ValueError, match=r"\(0, 1\]"):
+        traps.dwell_check(t, e, q - 0.1, 5)
+
+
+def test_dwell_law_in_traps_of_known_q():
+    # Independent sites: the leave probability of the all-argmax state is known in closed form.
+    h = torch.tensor([[2.0, 0.0, 0.0], [0.0, 1.2, 0.0], [0.0, 0.0, 0.7]], dtype=torch.float64)
+    model = field_model(h)
+    x = torch.tensor([[0, 1, 2]])
+    L = all_logits(model, x)
+    taus = [0.3, 0.5, 1.0]
+    laws = traps.dwell_law(model, x, L, taus, chains=800, steps=30, seed=0)
+    assert list(laws) == taus
+    for tau, law in laws.items():
+        p_stay = torch.softmax(h / tau, -1).diagonal()          # site i's own token is x_i = i
+        q = float((1 - p_stay).mean())
+        assert abs(float(law.q[0]) - q) < 1e-12 and abs(law.check.q - q) < 1e-12
+        assert law.check.consistent, (tau, law.check)
+        assert law.ratio.lo <= 1 <= law.ratio.hi
+        assert law.times.shape == (1, 800) and law.traps == 1 and law.chains == 800
+        assert abs(law.ratio.value * law.check.predicted - law.check.observed.value) < 1e-9
+    # distinct traps of a Potts chain, pooled: consistent; against a q twice too large, not
+    potts = toy.potts_chain(6, 3, coupling=1.2, field=0.8, seed=2)
+    c = traps.trap_census(potts, torch.randint(3, (40, 6), generator=torch.Generator().manual_seed(0)), max_sweeps=30)
+    two = traps.dwell_law(potts, c.tokens, c.logits, [0.8], chains=300, steps=30, seed=2)[0.8]
+    K = len(c.tokens)
+    assert K >= 2 and two.times.shape == (K, 300) and len(set(two.q.tolist())) == K
+    assert two.check.consistent, two.check
+    wrong = traps.dwell_check(two.times.flatten(), two.exited.flatten(), (2 * two.q).clamp(max=1).repeat_interleave(300), 30)
+    assert not wrong.consistent
+    with pytest.raises(ValueError, match="K chains >= 2"):
+        traps.dwell_law(model, x, L, [0.5], chains=1, steps=5, seed=0)
+
+
 def test_kinetic_sample_has_the_exact_law_of_the_plain_chain():
     model = toy.incompatible_ising(3, coupling=0.9, skew=0.4, field=0.7, seed=4)
     S = toy.all_states(3, 2)
@@ -241,6 +314,15 @@ def test_trap_figures_build_valid_specs_with_the_right_rows():
                           "curve": ["observed"] * 2 + ["Geometric(q)"] * 2,
                           "P(T > t)": [1.0, 0.5, 1.0, 0.6]})
     basins.dwell_vs_geometric(dwell).to_dict()
+    exact = pd.DataFrame([{"model": m, "tau": tau, "trap": k, "exact dwell 1/q": 2.0 * (k + 1) / tau}
+                          for m in ("a", "b") for tau in (0.3, 1.0) for k in range(3)])
+    law = pd.DataFrame([{"model": m, "tau": tau, "median": 4.0 / tau, "median lo": 2.0 / tau, "median hi": 6.0 / tau,
+                         "ratio": 1.0, "ratio lo": 0.9, "ratio hi": 1.1} for m in ("a", "b") for tau in (0.3, 1.0)])
+    spec = basins.dwell_law(exact, law).to_dict()
+    rows = [r for d in spec["datasets"].values() for r in d]
+    assert sum("exact dwell 1/q" in r for r in rows) == 12 and sum("ratio" in r for r in rows) == 4
+    with pytest.raises(ValueError, match="missing"):
+        basins.dwell_law(exact, law.drop(columns="ratio lo"))
     basin = pd.DataFrame({"model": "a", "tau": [0.05, 0.1], "trap": [0, 0], "text": "x", "censored": [True, False],
                           "exact": [10.0, 5.0], "stay": [300.0, 40.0]})
     spec = basins.trap_dwells(basin, ["exact", "stay"], "stay").to_dict()

@@ -64,7 +64,8 @@ __all__ = ["margins", "is_perfect_trap", "GreedyTraps", "greedy_traps", "verify_
            "restricted_mean_geometric", "DwellCheck", "dwell_check", "first_exit_times",
            "KineticRun", "kinetic_sample", "state_at", "hamming_dwell", "HeldStates",
            "approximate_traps", "durations", "dominance", "dominant_token", "window_repeat", "head_repeat",
-           "fraction_estimate", "Chains", "long_chains"]
+           "fraction_estimate", "Chains", "long_chains", "census_starts", "TrapCensus", "trap_census",
+           "DwellLaw", "dwell_law"]
 
 Temperature = float | Tensor
 
@@ -144,6 +145,74 @@ def verify_traps(model: ConditionalModel, ids: Tensor) -> tuple[Tensor, Tensor]:
     check_tokens(model, ids, "ids")
     m = margins(all_site_logits(model, ids), ids)
     return is_perfect_trap(m), m.min(-1).values
+
+
+def census_starts(loaded: Any, start_topics: Sequence[str], *, n_tokens: int, n_starts: int,
+                  seed: int = 0) -> Tensor:
+    """The real starts of the trap census: ``ceil(n_starts / len(start_topics))`` passages per topic
+    ranked by ``seed`` (:func:`tokendyn.topics.topic_split`), their first ``n_tokens`` content
+    tokens, topic after topic, cut to ``n_starts`` rows -> ``[n_starts, n_tokens]`` content ids (CPU)."""
+    from .conditional import content_ids
+    from .topics import topic_split
+
+    check_range("n_starts", n_starts, len(start_topics), integer=True)
+    per = math.ceil(n_starts / len(start_topics))
+    starts = topic_split(loaded, start_topics, n_tokens=n_tokens, n_start=per, n_train=0, n_val=0, seed=seed).starts
+    x0 = torch.cat([content_ids(loaded, starts[t], n_tokens) for t in start_topics])[:n_starts]
+    if x0.shape[0] < n_starts:
+        raise ValueError(f"n_starts={n_starts}: the topics hold only {x0.shape[0]} passages of {n_tokens} tokens")
+    return x0
+
+
+@dataclass(frozen=True)
+class TrapCensus:
+    """Output of :func:`trap_census`.
+
+    ``greedy``: the argmax sweeps from every start; ``perfect`` ``[B]`` (CPU): the end state is a
+    perfect trap; ``keep`` ``[K]``: for each distinct perfect trap, the first start that found it
+    (in start order); ``tokens`` ``[K, n]``, ``logits`` ``[K, n, V]`` and ``margins`` ``[K, n]`` of
+    those traps, on the model's device; ``min_margin`` ``[K]`` (CPU), each trap's depth."""
+
+    greedy: GreedyTraps
+    perfect: Tensor
+    keep: Tensor
+    tokens: Tensor
+    logits: Tensor
+    margins: Tensor
+
+    @property
+    def min_margin(self) -> Tensor:
+        return self.margins.min(-1).values.cpu() if len(self.margins) else torch.zeros(0, dtype=torch.float64)
+
+
+def trap_census(model: ConditionalModel, x0: Tensor, *, max_sweeps: int = 12, chunk: int = 64) -> TrapCensus:
+    """Chapter 4's trap search: argmax sweeps from each start ``x0`` ``[B, n]``
+    (:func:`greedy_traps`), the exact margins of every end state from one masked pass per site, and
+    the distinct perfect traps among them, each kept at the first start that found it.
+
+    The margins are computed ``chunk`` end states at a time (``B n`` masked evaluations in all); only
+    the logits of the distinct perfect traps are kept. -> :class:`TrapCensus`."""
+    check_range("chunk", chunk, 1, integer=True)
+    g = greedy_traps(model, x0, max_sweeps=max_sweeps)
+    ms, kept_logits = [], []
+    for a in range(0, g.tokens.shape[0], chunk):
+        lg = all_site_logits(model, g.tokens[a:a + chunk])
+        m = margins(lg, g.tokens[a:a + chunk])
+        ms.append(m)
+        kept_logits.append(lg[is_perfect_trap(m)])
+    m = torch.cat(ms)
+    perfect = is_perfect_trap(m)
+    found = g.tokens[perfect]
+    if len(found):
+        _, inverse = torch.unique(found, dim=0, return_inverse=True)
+        first = sorted(int((inverse == k).nonzero()[0, 0]) for k in range(int(inverse.max()) + 1))
+    else:
+        first = []
+    first_t = torch.tensor(first, dtype=torch.long)
+    keep = perfect.nonzero().flatten().cpu()[first_t]
+    logits = torch.cat(kept_logits)[first_t.to(m.device)]
+    return TrapCensus(greedy=g, perfect=perfect.cpu(), keep=keep, tokens=g.tokens[keep.to(g.tokens.device)],
+                      logits=logits, margins=m[keep.to(m.device)])
 
 
 @dataclass(frozen=True)
@@ -336,25 +405,114 @@ class DwellCheck:
         return self.observed.lo <= self.predicted <= self.observed.hi and self.max_gap <= self.band
 
 
-def dwell_check(times: Tensor, exited: Tensor, q: float, steps: int, *, seed: int = 0,
+def dwell_check(times: Tensor, exited: Tensor, q: float | Tensor, steps: int, *, seed: int = 0,
                 n_boot: int = 2000) -> DwellCheck:
     """Compare first-exit ``times`` ``[N]`` (censored at ``steps + 1`` where ``exited`` is False,
-    as :func:`first_exit_times` gives them) with Geometric(``q``) -> :class:`DwellCheck`."""
-    check_range("q", q, 0.0, 1.0, lo_open=True)
-    check_range("steps", steps, 1, integer=True)
+    as :func:`first_exit_times` gives them) with Geometric(``q``) -> :class:`DwellCheck`.
+
+    ``q`` is one leave probability for every chain, or one per chain (``[N]``, chains started in
+    different states): then the prediction is the mean of the chains' restricted means, the
+    survival curve the mean of their Geometric survivals, and :attr:`DwellCheck.q` the mean ``q``.
+    The band is the same Kolmogorov band (independent chains; conservative for discrete laws)."""
     t = times.double().flatten()
     e = exited.bool().flatten()
     if t.numel() < 2 or e.numel() != t.numel():
         raise ValueError("times and exited must hold the same N >= 2 chains")
+    per_chain = isinstance(q, Tensor) and q.numel() > 1
+    if per_chain:
+        qv = q.detach().double().flatten().cpu()
+        if qv.numel() != t.numel():
+            raise ValueError(f"q holds {qv.numel()} values for {t.numel()} chains")
+        if bool(((qv <= 0) | (qv > 1) | qv.isnan()).any()):
+            raise ValueError("q must lie in (0, 1] for every chain")
+    else:
+        q = float(q)
+        check_range("q", q, 0.0, 1.0, lo_open=True)
+    check_range("steps", steps, 1, integer=True)
     if bool((t < 1).any()) or bool((t > steps + 1).any()) or bool((t[~e] != steps + 1).any()):
         raise ValueError(f"times must lie in [1, steps + 1 = {steps + 1}], censored ones at steps + 1")
     grid = torch.arange(steps + 1, dtype=torch.float64)
     surv_obs = (t[None, :] > grid[:, None]).double().mean(1)
-    surv_geo = torch.exp(grid * math.log1p(-q)) if q < 1 else (grid == 0).double()
-    return DwellCheck(q=float(q), steps=int(steps), observed=bootstrap(t.numpy(), seed=seed, n_boot=n_boot),
-                      predicted=restricted_mean_geometric(q, steps),
-                      max_gap=float((surv_obs - surv_geo).abs().max()), band=1.36 / math.sqrt(t.numel()),
-                      censored=int((~e).sum()))
+    if per_chain:
+        surv_geo = torch.where(qv[None, :] < 1, torch.exp(grid[:, None] * torch.log1p(-torch.where(qv < 1, qv, 0.0))[None, :]),
+                               (grid[:, None] == 0).double()).mean(1)
+        predicted = float(np.mean([restricted_mean_geometric(float(v), steps) for v in qv]))
+        q_out = float(qv.mean())
+    else:
+        surv_geo = torch.exp(grid * math.log1p(-q)) if q < 1 else (grid == 0).double()
+        predicted = restricted_mean_geometric(q, steps)
+        q_out = q
+    return DwellCheck(q=q_out, steps=int(steps), observed=bootstrap(t.numpy(), seed=seed, n_boot=n_boot),
+                      predicted=predicted, max_gap=float((surv_obs - surv_geo).abs().max()),
+                      band=1.36 / math.sqrt(t.numel()), censored=int((~e).sum()))
+
+
+@dataclass(frozen=True)
+class DwellLaw:
+    """Output of :func:`dwell_law`, one temperature: ``chains`` chains started in each of ``traps``
+    traps and watched ``steps`` steps. ``check``: the pooled :class:`DwellCheck` (every chain
+    against Geometric of its own trap's exact ``q``); ``ratio``: observed over predicted restricted
+    mean dwell, with the observed interval divided by the prediction; ``times`` and ``exited``
+    ``[traps, chains]``, ``q`` ``[traps]``."""
+
+    tau: float
+    traps: int
+    chains: int
+    steps: int
+    check: DwellCheck
+    ratio: Estimate
+    times: Tensor
+    exited: Tensor
+    q: Tensor
+
+
+def dwell_law(model: ConditionalModel, tokens: Tensor, logits: Tensor, taus: Sequence[float], *, chains: int,
+              steps: int, seed: int, first_segment: int = 4) -> dict[float, DwellLaw]:
+    """The dwell law in many traps at once: ``chains`` plain random-scan chains
+    (:func:`tokendyn.glauber.sample`) start in each trap ``tokens`` ``[K, n]`` at each temperature
+    of ``taus``, are watched up to ``steps`` steps, and their first exit times
+    (:func:`first_exit_times`) are compared with Geometric of the trap's exact ``q`` (from its
+    ``logits`` ``[K, n, V]``) by :func:`dwell_check`.
+
+    The chains run in segments of ``first_segment``, ``first_segment``, twice that, ... steps, and a
+    chain that has left its trap drops out. A chain still in the trap at the end of a segment is
+    in the trap state, so the next segment restarts it there with a fresh seed
+    (``seed + 1000 j + segment`` at the ``j``-th temperature): by the Markov property its exit time
+    has the law of one uninterrupted run, and the cost is the chains' dwell, not ``steps`` each.
+    -> ``{tau: DwellLaw}``."""
+    check_range("chains", chains, 1, integer=True)
+    check_range("steps", steps, 1, integer=True)
+    check_range("first_segment", first_segment, 1, integer=True)
+    if tokens.dim() != 2 or tokens.shape[0] < 1 or tokens.shape[0] * chains < 2:
+        raise ValueError(f"tokens must be [K, n] with K chains >= 2, got {tuple(tokens.shape)} and chains={chains}")
+    K = tokens.shape[0]
+    start = tokens.repeat_interleave(chains, 0)
+    out = {}
+    for j, tau in enumerate(taus):
+        tau = float(tau)
+        check_tau(tau)
+        q = log_leave_probability(logits, tokens, tau).exp().cpu()
+        t_exit = torch.full((K * chains,), steps + 1, dtype=torch.long)
+        live = torch.arange(K * chains)
+        done, seg, length = 0, 0, first_segment
+        while done < steps and live.numel():
+            s = min(length, steps - done)
+            run = sample(model, start[live.to(start.device)], steps=s, tau=tau, seed=seed + 1000 * j + seg,
+                         record_every=1)
+            t, e = first_exit_times(run.trajectory.cpu())
+            t_exit[live[e]] = done + t[e]
+            live = live[~e]
+            done += s
+            if seg >= 1:
+                length *= 2
+            seg += 1
+        exited = t_exit <= steps
+        chk = dwell_check(t_exit, exited, q.repeat_interleave(chains), steps, seed=seed)
+        ratio = Estimate(chk.observed.value / chk.predicted, chk.observed.lo / chk.predicted,
+                         chk.observed.hi / chk.predicted, chk.observed.n)
+        out[tau] = DwellLaw(tau=tau, traps=K, chains=chains, steps=steps, check=chk, ratio=ratio,
+                            times=t_exit.reshape(K, chains), exited=exited.reshape(K, chains), q=q)
+    return out
 
 
 # --- rejection-free (kinetic) simulation of the same chain --------------------------------------

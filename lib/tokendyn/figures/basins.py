@@ -16,7 +16,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-__all__ = ["arrhenius_lines", "arrhenius_collapse", "trap_depth", "dwell_vs_geometric", "trap_dwells",
+__all__ = ["arrhenius_lines", "arrhenius_collapse", "trap_depth", "dwell_vs_geometric", "dwell_law", "trap_dwells",
            "repetition_paths", "region_time", "group_boxplot", "embedding_paths", "path_explorer",
            "corpus_ablation"]
 
@@ -79,6 +79,39 @@ def dwell_vs_geometric(dwell: pd.DataFrame) -> alt.FacetChart:
         color=alt.Color("tau:N", title=None), strokeDash=alt.StrokeDash("curve:N", title=None),
     ).properties(width=260, height=200).facet(column=alt.Column("model:N", title=None)).properties(
         title="Dwell in the exact trap state against Geometric(q)")
+
+
+def dwell_law(exact: pd.DataFrame, law: pd.DataFrame, *, mark: float = 1000.0) -> alt.HConcatChart:
+    """The dwell law at a few temperatures, two panels. Left: the exact dwell ``1/q`` of every trap
+    (``exact``: one row per (model, tau, trap) with ``exact dwell 1/q``) on a log scale, with each
+    model's median and its interval (``law``: ``median``, ``median lo``, ``median hi``) and a rule at
+    ``mark`` steps. Right: observed over Geometric-predicted mean dwell (``law``: ``ratio``,
+    ``ratio lo``, ``ratio hi``), a rule at 1. ``tau`` is numeric in both tables."""
+    _need(exact, ["model", "tau", "trap", "exact dwell 1/q"], "exact")
+    _need(law, ["model", "tau", "median", "median lo", "median hi", "ratio", "ratio lo", "ratio hi"], "law")
+    x = alt.X("tau:O", title="tau")
+    off = alt.XOffset("model:N")
+    color = alt.Color("model:N", title=None)
+    ymax = max(float(exact["exact dwell 1/q"].max()), mark) * 2
+    y = alt.Y("exact dwell 1/q:Q", title="exact dwell 1/q (steps)",
+              scale=alt.Scale(type="log", domain=[1, ymax]))
+    left = alt.layer(
+        alt.Chart(exact).mark_point(opacity=0.35, size=14).encode(x=x, xOffset=off, y=y, color=color,
+                                                                  tooltip=["model", "tau", "trap", "exact dwell 1/q"]),
+        alt.Chart(law).mark_rule(strokeWidth=3).encode(x=x, xOffset=off, y=alt.Y("median lo:Q"), y2="median hi:Q",
+                                                        color=color),
+        alt.Chart(law).mark_tick(thickness=3, size=18, color="black").encode(x=x, xOffset=off, y=alt.Y("median:Q")),
+        alt.Chart(pd.DataFrame({"y": [mark]})).mark_rule(color="orange", strokeDash=[4, 3]).encode(y="y:Q"),
+    ).properties(width=300, height=260, title="Exact dwell 1/q per trap; median [95% interval]")
+    right = alt.layer(
+        alt.Chart(law).mark_rule(strokeWidth=2).encode(x=x, xOffset=off, y=alt.Y("ratio lo:Q", title="observed / Geometric(q) mean dwell",
+                                                                                  scale=alt.Scale(zero=False)),
+                                                        y2="ratio hi:Q", color=color),
+        alt.Chart(law).mark_point(filled=True, size=50).encode(x=x, xOffset=off, y="ratio:Q", color=color,
+                                                                tooltip=["model", "tau", "ratio", "ratio lo", "ratio hi"]),
+        alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(color="black", strokeDash=[4, 3]).encode(y="y:Q"),
+    ).properties(width=200, height=260, title="Observed / predicted (1 = Geometric law)")
+    return alt.hconcat(left, right).properties(title="The dwell law at the paper's temperatures")
 
 
 def trap_dwells(basin: pd.DataFrame, measures: Sequence[str], censored_measure: str, *,

@@ -1,0 +1,60 @@
+"""scripts/record_traps.py: a killed run resumes model by model, the record carries its command and
+provenance, and the chapter's reader finds what it needs in it."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("record_traps", ROOT / "scripts" / "record_traps.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def fake_row(name, args, taus):
+    est = {"value": 1.0, "lo": 0.5, "hi": 2.0, "n": 3}
+    return {"model": name, "params": 10, "n_traps": 3, "median_margin": est, "tau_1000": est,
+            "exact_dwell": {f"{t:g}": est for t in taus}, "dwell_law": {}, "traps": [], "cpu_seconds": 1.0,
+            "wall_seconds": 1.0, "starts": args.starts}
+
+
+def test_record_traps_resumes_per_model_and_records_its_command(tmp_path, monkeypatch):
+    rt = load_script()
+    monkeypatch.setattr(rt, "ROOT", tmp_path)
+    calls = []
+
+    def once(name, args, taus):
+        calls.append(name)
+        if name == "b" and calls.count("b") == 1:
+            raise KeyboardInterrupt      # killed while the second model runs
+        return fake_row(name, args, taus)
+
+    monkeypatch.setattr(rt, "census_model", once)
+    out = tmp_path / "rec.json"
+    argv = ["--models", "a,b", "--starts", "6", "--taus", "0.3,0.5", "--min-traps", "2", "--out", str(out)]
+    with pytest.raises(KeyboardInterrupt):
+        rt.main(argv)
+    assert not out.exists() and len(list((tmp_path / "checkpoints" / "traps").glob("a-*.json"))) == 1
+    assert rt.main(argv) == 0
+    assert calls == ["a", "b", "b"]                 # a was not run again
+    rec = json.loads(out.read_text())
+    assert [r["model"] for r in rec["rows"]] == ["a", "b"] and rec["kind"] == "trap census and dwell law"
+    assert "--models a,b --starts 6 --taus 0.3,0.5" in rec["command"]
+    prov = rec["provenance"]
+    assert {"git_commit", "git_dirty", "seed"} <= set(prov) and prov["params"]["taus"] == [0.3, 0.5]
+    # other parameters are another run: nothing is resumed
+    assert rt.main(argv[:3] + ["8"] + argv[4:]) == 0 and calls[-2:] == ["a", "b"]
+
+
+def test_record_traps_checks_its_arguments():
+    rt = load_script()
+    with pytest.raises(ValueError, match="starts"):
+        rt.main(["--starts", "2"])
+    with pytest.raises(ValueError):
+        rt.main(["--taus", "0,0.5"])
