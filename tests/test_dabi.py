@@ -174,3 +174,79 @@ def test_bad_inputs_name_the_parameter():
         D.flip_rates(lambda x: x @ w.T + b, z, unit, 0.0, generator=gen(0))
     with pytest.raises(ValueError, match="shape"):
         D.isotropic_directions((), gen(0))
+
+
+def _known_linear_map(seed=0, d=5, out=7):
+    """A = U diag(sigma) V^T with sigma = (3, 2, 1, 0.5, 0.25): top right singular vector V[:, 0]."""
+    q1, _ = torch.linalg.qr(torch.randn(out, out, generator=gen(seed), dtype=torch.float64))
+    q2, _ = torch.linalg.qr(torch.randn(d, d, generator=gen(seed + 1), dtype=torch.float64))
+    sigma = torch.tensor([3.0, 2.0, 1.0, 0.5, 0.25], dtype=torch.float64)[:d]
+    return q1[:, :d] @ torch.diag(sigma) @ q2.T, q2[:, 0], sigma
+
+
+def test_top_singular_direction_of_a_known_linear_decoder():
+    a, v0, sigma = _known_linear_map()
+    z = torch.randn(6, 5, generator=gen(3), dtype=torch.float64)
+    v, s = D.top_singular_directions(lambda x: x @ a.T, z, n_iter=60, generator=gen(4))
+    assert v.shape == z.shape and s.shape == (6,)
+    assert torch.allclose(s, torch.full((6,), 3.0, dtype=torch.float64), atol=1e-10)
+    assert torch.allclose(v.abs(), v0.abs().expand(6, 5), atol=1e-8)
+    lead = v.gather(1, v.abs().argmax(1, keepdim=True))
+    assert bool((lead > 0).all())   # sign fixed: largest coordinate positive
+
+
+def test_sharpest_direction_of_a_quadratic_loss_has_the_largest_exact_increase():
+    # squared error of a linear decoder: the increase along unit u is s^2 ||A u||^2 exactly
+    a, _, sigma = _known_linear_map(1)
+    z = torch.randn(30, 5, generator=gen(5), dtype=torch.float64)
+    v, _ = D.top_singular_directions(lambda x: x @ a.T, z, n_iter=60, generator=gen(6))
+    pts = D.dabi(lambda x: D.squared_error(x @ a.T, z @ a.T), z, v, [0.1, 1.0], n_iso=4, generator=gen(7), n_boot=200)
+    for p in pts:
+        assert p.structured == pytest.approx(9.0 * p.norm ** 2, rel=1e-9)
+        assert p.ratio.value > 1
+
+
+def test_dabi_curves_share_the_isotropic_draws_with_dabi():
+    w = torch.randn(9, 4, generator=gen(8), dtype=torch.float64)
+    b = torch.randn(9, generator=gen(9), dtype=torch.float64)
+    z = torch.randn(50, 4, generator=gen(10), dtype=torch.float64)
+    y = (z @ w.T + b).argmax(1)
+    _, _, normal = D.nearest_boundary(w, b, z)
+    other = D.isotropic_directions(z.shape, gen(11), dtype=torch.float64)
+
+    def loss(x):
+        return D.cross_entropy(x @ w.T + b, y)
+
+    cv = D.dabi_curves(D.loss_line(loss, z), z, {"a": normal, "b": other}, [0.1, 1.0], n_iso=3,
+                       generator=gen(12), n_boot=200)
+    for name, u in (("a", normal), ("b", other)):
+        ref = D.dabi(loss, z, u, [0.1, 1.0], n_iso=3, generator=gen(12), n_boot=200)
+        for p, q in zip(cv.points[name], ref):
+            assert p.structured == pytest.approx(q.structured, rel=1e-12)
+            assert p.isotropic == pytest.approx(q.isotropic, rel=1e-12)
+            assert (p.ratio.lo, p.ratio.hi) == pytest.approx((q.ratio.lo, q.ratio.hi), rel=1e-9)
+    assert cv.flips == {"a": [], "b": []}   # a plain loss line has no argmax
+    assert len(cv.isotropic_increase) == 2 and cv.isotropic_increase[0].shape == (50,)
+
+
+def test_dabi_curves_rejects_bad_directions():
+    z = torch.randn(4, 3, generator=gen(0), dtype=torch.float64)
+    line = D.loss_line(lambda x: D.squared_error(x, z), z)
+    with pytest.raises(ValueError, match="at least one"):
+        D.dabi_curves(line, z, {}, [0.1], generator=gen(0))
+    with pytest.raises(ValueError, match="'x'"):
+        D.dabi_curves(line, z, {"x": torch.ones(4, 3, dtype=torch.float64)}, [0.1], generator=gen(0))
+
+
+def test_dabi_curves_figure_has_one_panel_per_direction_kind():
+    import pandas as pd
+
+    from tokendyn import figures
+
+    d = pd.DataFrame({"decoder": ["a"] * 4, "kind": ["text"] * 4, "along": ["residual", "residual", "sharpest", "sharpest"],
+                      "norm": [0.1, 1.0] * 2, "DABI": [10.0, 2.0, 900.0, 100.0], "lo": [8.0, 1.5, 800.0, 90.0],
+                      "hi": [12.0, 2.5, 1000.0, 110.0]})
+    spec = figures.dabi_curves(d, reference=1.0).to_dict()
+    assert spec["facet"]["column"]["field"] == "along"
+    assert len(spec["spec"]["layer"]) == 5   # line, points, intervals, DABI = 1, the reference s
+    assert len(figures.dabi_curves(d.drop(columns="along"), reference=1.0).to_dict()["layer"]) == 5

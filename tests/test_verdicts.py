@@ -107,11 +107,40 @@ def test_claims_10_and_11():
     assert V.claim_11({4: E(0.110, 0.103, 0.116)}).verdict == N
 
 
-def test_claim_12():
-    img = {"digits": E(1.2, 1.1, 1.2)}
-    assert V.claim_12(img, {"t": E(900, 600, 1200)}).verdict == R
-    assert V.claim_12(img, {"t": E(420, 380, 480)}).verdict == P
-    assert V.claim_12(img, {"t": E(1.1, 1.0, 1.3)}).verdict == N
+def test_claim_12_compares_like_with_like():
+    img = {"digits": {"residual": E(1.2, 1.1, 1.2), "sharpest": E(20, 18, 22)}}
+    both = lambda r, sh: {"t": {"residual": r, "sharpest": sh}}  # noqa: E731
+    assert V.claim_12(img, both(E(900, 600, 1200), E(4000, 3000, 5000))).verdict == R
+    # along the residual the text is far below 5e2: like for like it is only partly reproduced
+    assert V.claim_12(img, both(E(11, 8, 14), E(420, 380, 480))).verdict == P
+    # hundreds along the sharpest direction, but not above the images' own sharpest direction
+    assert V.claim_12({"d": {"residual": E(1.2, 1.1, 1.2), "sharpest": E(500, 450, 550)}},
+                      both(E(11, 8, 14), E(420, 380, 480))).verdict == N
+    assert V.claim_12(img, both(E(1.8, 1.7, 2.0), E(4.4, 4.2, 4.6))).verdict == N
+    # images not about 1 along their residual
+    assert V.claim_12({"d": {"residual": E(4, 3.5, 4.5)}}, {"t": {"residual": E(900, 600, 1200)}}).verdict == N
+    # a text head with no generator (sharpest only) is compared along the sharpest kind only
+    v = V.claim_12(img, {"t": {"residual": E(900, 600, 1200), "sharpest": E(900, 600, 1200)},
+                         "head": {"sharpest": E(86, 80, 92)}})
+    assert v.verdict == P and "head" not in v.reason.split("above the images:")[-1]
+    assert V.claim_12({}, both(E(1, 1, 1), E(1, 1, 1))).verdict == M
+    assert V.claim_12({"d": {"sharpest": E(1, 1, 1)}}, both(E(1, 1, 1), E(1, 1, 1))).verdict == M
+    assert V.claim_12(img, {"head": {"sharpest": E(900, 600, 1200)}}).verdict == M
+
+
+@pytest.mark.parametrize("point", [0.5, 1.5, 2.9, 3.5, 90.0, 150.0, 480.0, 520.0, 5000.0])
+@pytest.mark.parametrize("half", [0.01, 0.05, 0.2, 0.9])
+def test_claim_12_a_wider_interval_never_makes_it_reproduced(point, half):
+    e = E(point, point - half * point, point + half * point, 256)
+    one = E(1.1, 1.0, 1.2, 256)
+    cases = [lambda x: V.claim_12({"i": {"residual": one, "sharpest": one}}, {"t": {"residual": x, "sharpest": x}}),
+             lambda x: V.claim_12({"i": {"residual": x, "sharpest": x}},
+                                  {"t": {"residual": E(900, 600, 1200), "sharpest": E(900, 600, 1200)}})]
+    for rule in cases:
+        before = rule(e).verdict
+        for k in (1.5, 2, 4, 10):
+            after = rule(widen(e, k)).verdict
+            assert not (before != R and after == R), (point, half, k, before, after)
 
 
 def test_claims_13_to_16():

@@ -15,11 +15,14 @@ def _need(df: pd.DataFrame, cols: list[str], name: str) -> None:
         raise ValueError(f"{name} lacks columns {missing}")
 
 
-def dabi_curves(df: pd.DataFrame) -> alt.LayerChart:
+def dabi_curves(df: pd.DataFrame, *, reference: float | None = None) -> alt.LayerChart | alt.FacetChart:
     """DABI (log y) with its interval against the perturbation norm (log x), one line per decoder.
 
     ``df``: columns ``decoder``, ``kind`` (``"image"``/``"text"``/``"anchor"``), ``norm``, ``DABI``,
-    ``lo``, ``hi``. A dashed rule marks DABI = 1.
+    ``lo``, ``hi``. A dashed rule marks DABI = 1. With a column ``along`` (the kind of structured
+    direction, e.g. ``"residual"``/``"sharpest"``) there is one panel per direction kind, side by
+    side, so that decoders are compared like with like. ``reference``: a dotted vertical rule at
+    that norm (the reference ``s`` of the claims table).
     """
     _need(df, ["decoder", "kind", "norm", "DABI", "lo", "hi"], "df")
     x = alt.X("norm:Q", scale=alt.Scale(type="log"), title="perturbation norm s (units of the latent RMS per coordinate)")
@@ -28,12 +31,25 @@ def dabi_curves(df: pd.DataFrame) -> alt.LayerChart:
     # kind as the points' shape: a stroke-dash legend over dotted lines drew three alike dots
     kind = alt.Shape("kind:N", title="kind", scale=alt.Scale(domain=["anchor", "image", "text"],
                                                              range=["diamond", "square", "circle"]))
-    return (base.mark_line(strokeDash=[2, 2]).encode(x=x, y=y, color=alt.Color("decoder:N", legend=alt.Legend(columns=2)))
-            + base.mark_point(filled=True, size=50, opacity=1).encode(
-                x=x, y=y, color="decoder:N", shape=kind, tooltip=["decoder", "kind", "norm", "DABI", "lo", "hi"])
-            + base.mark_rule().encode(x="norm:Q", y="lo:Q", y2="hi:Q", color="decoder:N")
-            + alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(color="gray", strokeDash=[4, 3]).encode(y="one:Q")
-            ).properties(width=460, height=300, title="DABI against the perturbation norm (95% bootstrap intervals)")
+    tooltip = ["decoder", "kind", "norm", "DABI", "lo", "hi"] + (["along"] if "along" in df.columns else [])
+    layers = [base.mark_line(strokeDash=[2, 2]).encode(x=x, y=y, color=alt.Color("decoder:N", legend=alt.Legend(columns=2))),
+              base.mark_point(filled=True, size=50, opacity=1).encode(x=x, y=y, color="decoder:N", shape=kind,
+                                                                      tooltip=tooltip),
+              base.mark_rule().encode(x="norm:Q", y="lo:Q", y2="hi:Q", color="decoder:N")]
+    title = "DABI against the perturbation norm (95% bootstrap intervals)"
+    if "along" not in df.columns:
+        one = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(color="gray", strokeDash=[4, 3]).encode(y="one:Q")
+        chart = alt.layer(*layers, one)
+        if reference is not None:
+            chart += alt.Chart(pd.DataFrame({"ref": [float(reference)]})).mark_rule(
+                color="gray", strokeDash=[1, 3]).encode(x="ref:Q")
+        return chart.properties(width=460, height=300, title=title)
+    # in a faceted chart every layer reads the same data: the guides are constants of it
+    layers.append(base.mark_rule(color="gray", strokeDash=[4, 3]).encode(y=alt.datum(1.0)))
+    if reference is not None:
+        layers.append(base.mark_rule(color="gray", strokeDash=[1, 3]).encode(x=alt.datum(float(reference))))
+    return alt.layer(*layers).properties(width=300, height=280).facet(
+        column=alt.Column("along:N", title="structured direction")).properties(title=title)
 
 
 def flip_contrast(df: pd.DataFrame) -> alt.FacetChart:
