@@ -75,6 +75,11 @@ def test_claim_6_reads_the_papers_temperature():
     assert V.claim_6({"m": E(5000, 2000, 9000)}).verdict == R
     assert V.claim_6({"m": E(300, 90, 900)}).verdict == P
     assert V.claim_6({"m": E(6.4, 4.0, 9.0)}).verdict == N
+    assert V.claim_6({}).verdict == M
+    # every model must hold: one deep model does not carry a shallow one
+    two = V.claim_6({"a": E(5000, 2000, 9000, 64), "b": E(6.4, 5.8, 7.2, 70)})
+    assert two.verdict == N and "smallest 6 steps" in two.reason
+    assert V.claim_6({"a": E(5000, 2000, 9000, 64), "b": E(1500, 900, 2400, 70)}).verdict == P   # b's interval dips below 1,000
 
 
 def test_claim_7():
