@@ -18,8 +18,7 @@ import pandas as pd
 
 __all__ = ["arrhenius_lines", "arrhenius_collapse", "trap_depth", "dwell_vs_geometric", "trap_dwells",
            "repetition_paths", "region_time", "group_boxplot", "embedding_paths", "path_explorer",
-           "corpus_ablation"]
-# basins.dwell_law (chapter 4's recorded dwell law) joins __all__ when tokendyn.figures re-exports it
+           "corpus_ablation", "dwell_law"]
 
 
 def _need(df: pd.DataFrame, cols: Sequence[str], name: str) -> None:
