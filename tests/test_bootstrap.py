@@ -117,10 +117,10 @@ def test_scaling_table_matches_its_parts_and_caps_censored_ratios():
     med = diagnostics.median_times(cells)
     top = fits[1]
     assert top["C"] == pytest.approx(diagnostics.scaling_fit(ns, [med[("m", n, 5.0)] for n in ns]).C)
-    assert top["shape"] == pytest.approx(diagnostics.shape_slope(ns, [med[("m", n, 5.0)] for n in ns]))
-    assert top["shape_lo"] <= top["shape"] <= top["shape_hi"]
+    assert top["b"] == pytest.approx(diagnostics.shape_slope(ns, [med[("m", n, 5.0)] for n in ns]))
+    assert top["b_lo"] <= top["b"] <= top["b_hi"]
     assert len(ratios) == len(ns) * len(taus)
     # tau = 1: the budget is 40 n ln n and the times run to twice that, so the median sits near 40 -> capped at 10
     assert all(r["T / (n ln n)"] <= 10.0 and r["hi"] <= 10.0 for r in ratios)
     one = bs.scaling_table({k: v for k, v in cells.items() if k[1] == 8}, ["m"], [8], taus, n_boot=100)[0]
-    assert all(math.isnan(r["shape"]) for r in one)
+    assert all(math.isnan(r["b"]) for r in one)

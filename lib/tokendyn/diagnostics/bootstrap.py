@@ -160,8 +160,8 @@ def scaling_table(cells: Mapping[tuple[str, int, float], tuple[torch.Tensor, tor
 
     - ``fits``, one row per (model, tau): ``C`` of ``T = C n ln n`` and its interval
       (``C_lo``, ``C_hi``), the flatness ``slope`` of :func:`~.scaling.scaling_fit`, and the
-      ``shape`` exponent of ``T ~ (n ln n)^b`` (:func:`~.scaling.shape_slope`, ``nan`` with fewer
-      than two lengths) with its interval (``shape_lo``, ``shape_hi``);
+      exponent ``b`` of ``T ~ (n ln n)^b`` (:func:`~.scaling.shape_slope`, ``nan`` with fewer
+      than two lengths) with its interval (``b_lo``, ``b_hi``);
     - ``ratios``, one row per (model, tau, n): the median over ``n ln n`` and its interval, drawn
       at ``cap`` when censored (``censored`` says so).
     """
@@ -179,7 +179,7 @@ def scaling_table(cells: Mapping[tuple[str, int, float], tuple[torch.Tensor, tor
             else:
                 shape = s_lo = s_hi = math.nan
             fits.append({"model": name, "tau": tau, "C": fit.C, "C_lo": c_lo, "C_hi": c_hi, "slope": fit.slope,
-                         "shape": shape, "shape_lo": s_lo, "shape_hi": s_hi})
+                         "b": shape, "b_lo": s_lo, "b_hi": s_hi})
             for n, r in zip(ns, fit.ratios):
                 lo, hi = median_draws_interval(per_n[n])
                 ratios.append({"model": name, "tau": tau, "n": n, "T / (n ln n)": min(r, cap),
