@@ -187,3 +187,17 @@ def test_region_figures_build_valid_specs():
     abl = pd.DataFrame({"corpus": ["with", "without"], "region": "politics", "tau": 1.0, "time fraction": [0.2, 0.1],
                         "lo": [0.1, 0.0], "hi": [0.3, 0.2]})
     basins.corpus_ablation(abl, ["politics"]).to_dict()
+
+
+def test_repeated_words_scores_tautologies_not_plain_text():
+    from tokendyn import topics
+
+    r = topics.repeated_words(["a mental hospital, also known as a mental hospital, is a mental hospital.",
+                               "the population density was 120 per square mile.",
+                               "a a a the the of", "", "Sport is a SPORT."])
+    assert r.dtype == torch.float64
+    assert r.tolist() == [0.5, 0.0, 0.0, 0.0, 0.5]
+    with pytest.raises(TypeError, match="sequence of strings"):
+        topics.repeated_words("one text")
+    with pytest.raises(ValueError, match="min_letters"):
+        topics.repeated_words(["x"], min_letters=0)

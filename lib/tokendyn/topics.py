@@ -41,7 +41,7 @@ from .stats import Estimate, wilson
 __all__ = ["TopicSplit", "topic_split", "content_length", "CentroidClassifier", "fit_centroids",
            "with_reject", "accuracy", "label_shares", "random_token_ids", "shuffled_words",
            "knn_similarity", "RegionVisits", "region_visits", "visit_summary", "median_entry",
-           "ar_nll", "chain_explorer", "model_card", "NONE"]
+           "ar_nll", "repeated_words", "chain_explorer", "model_card", "NONE"]
 
 NONE = "none of these"
 
@@ -335,6 +335,27 @@ def visit_summary(v: RegionVisits, *, seed: int = 0, n_boot: int = 2000, level: 
 
 
 # --- fluency under an autoregressive LM -------------------------------------------------------
+
+def repeated_words(texts: Sequence[str], *, min_letters: int = 4) -> Tensor:
+    """Share of each text's longer words that repeat an earlier word of the same text -> ``[N]`` float64.
+
+    Words are runs of letters (lower-cased) of at least ``min_letters`` letters, a stand-in for
+    content words that needs no stop-word list. "a mental hospital, also known as a mental
+    hospital, is a mental hospital." scores 4/8: an autoregressive judge finds such a tautology
+    likely (each repeat is predictable), so a fluency gate by perplexity alone passes it. 0 for a
+    text with no such word.
+    """
+    import re
+
+    check_range("min_letters", min_letters, 1, None, integer=True)
+    if isinstance(texts, str):
+        raise TypeError("texts must be a sequence of strings, not one string")
+    out = []
+    for text in texts:
+        words = [w for w in re.findall(r"[^\W\d_]+", text.lower()) if len(w) >= min_letters]
+        out.append((len(words) - len(set(words))) / len(words) if words else 0.0)
+    return torch.tensor(out, dtype=torch.float64)
+
 
 @torch.no_grad()
 def ar_nll(ar: Any, texts: Sequence[str], *, batch: int = 16) -> Tensor:
