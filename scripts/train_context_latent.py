@@ -33,7 +33,7 @@ import torch
 
 from tokendyn.integrity import write_sums
 from tokendyn.latent.contextual import LinearReadout, encoder_states, load_encoder, model_dir, windows
-from tokendyn.latent.flow import FlowConfig, flow_loss
+from tokendyn.latent.flow import FlowConfig, fixed_flow_loss
 from tokendyn.latent.text import split_documents
 from tokendyn.latent.tube import readout_margins
 from tokendyn.paths import repo_root
@@ -172,20 +172,6 @@ def ensure_states(ckpt: Path) -> None:
     if not (ckpt / "standardise.pt").is_file():
         print(f"{ckpt} holds no finished encoder states: running encode first", flush=True)
         encode(ckpt)
-
-
-@torch.no_grad()
-def fixed_flow_loss(flow, z: torch.Tensor, windows: int, draws: int, seed: int, chunk: int = 256) -> float:
-    """The rectified-flow loss of ``flow`` on a fixed sample: ``windows`` rows of ``z`` (a seeded
-    permutation), each under ``draws`` draws of time and noise, all drawn from one generator seeded
-    ``seed``. The same rows, times and noise at every call, so two snapshots differ only by weights."""
-    g = torch.Generator().manual_seed(seed)
-    x = z[torch.randperm(len(z), generator=g)[:windows]]
-    total = 0.0
-    for _ in range(draws):
-        for c in x.split(chunk):
-            total += float(flow_loss(flow, c, g)) * len(c)
-    return total / (draws * len(x))
 
 
 def snapshot_path(ladder: Path, step: int) -> Path:

@@ -319,3 +319,23 @@ def test_residual_aim_draws_the_aim_and_its_worth():
     assert len(spec["hconcat"]) == 2
     with pytest.raises(ValueError, match="lacks columns"):
         figures.residual_aim(align.drop(columns="unaimed"), ratios)
+
+
+def test_generator_ladder_draws_one_point_per_generator_and_refuses_a_missing_k():
+    rows = [{"generator": g, "train_steps": st, "K": k, "flow_loss": loss, "mean_abs_cos": 0.1 + 0.01 * i,
+             "abs_lo": 0.09, "abs_hi": 0.12, "unaimed_abs_cos": 0.04, "flips": 0.1, "flips_lo": 0.09,
+             "flips_hi": 0.11, "ratio": 2.5, "ratio_lo": 2.3, "ratio_hi": 2.7}
+            for i, (g, st, loss) in enumerate([("shipped (3,000 steps)", 3000, 1.38), ("ladder, 1,000 steps", 1000, 1.5),
+                                               ("ladder, 10,000 steps", 10000, 1.3)]) for k in (4, 8)]
+    df = pd.DataFrame(rows)
+    spec = _spec(figures.generator_ladder(df, 4))
+    assert len(spec["hconcat"]) == 3
+    points = [layer for layer in spec["hconcat"][0]["layer"] if layer["mark"]["type"] == "point"]
+    assert len(points) == 1
+    data = spec["datasets"]
+    assert any(len(v) == 3 and {r["generator"] for r in v} == set(df.generator) and {r["K"] for r in v} == {4}
+               for v in data.values())
+    with pytest.raises(ValueError, match="k=16 is not a K"):
+        figures.generator_ladder(df, 16)
+    with pytest.raises(ValueError, match="lacks columns"):
+        figures.generator_ladder(df.drop(columns="flow_loss"), 4)

@@ -193,6 +193,7 @@ RANGE_RULES = [
     lambda e: V.claim_11({4: e}),
     lambda e: V.claim_6({"m": e}),
     lambda e: V.above(e, 0.5),
+    lambda e: V.toward_paper([("worst", E(2.4, 2.2, 2.6)), ("best", e)], (10, 33), log=True),
 ]
 
 
@@ -211,3 +212,20 @@ def test_a_smaller_sample_never_turns_not_reproduced_into_reproduced(rule, point
 def test_every_rule_documents_its_statistic():
     for name, fn in V.RULES.items():
         assert fn.__doc__ and len(fn.__doc__.split()) >= 12, name
+
+
+def test_toward_paper_needs_separated_intervals_and_the_right_direction():
+    worst, mid, best = E(2.4, 2.2, 2.6), E(3.5, 3.2, 3.8), E(6.0, 5.5, 6.5)
+    v = V.toward_paper([("1k", worst), ("3k", mid), ("10k", best)], (10, 33), log=True, what="ratio")
+    assert v.verdict == R and "toward" in v.reason and "every rung the same way: True" in v.reason
+    # the same rungs in the other order: quality moves it away
+    v = V.toward_paper([("10k", best), ("3k", mid), ("1k", worst)], (10, 33), log=True)
+    assert v.verdict == N and "away from" in v.reason
+    # overlapping ends: no change the ladder resolves, whatever the points do
+    v = V.toward_paper([("1k", E(2.4, 2.0, 3.0)), ("10k", E(2.7, 2.3, 3.1))], (10, 33), log=True)
+    assert v.verdict == N and "no resolved change" in v.reason
+    # inside the range counts as distance 0: from below into the range is toward it
+    assert V.toward_paper([("a", E(0.05, 0.04, 0.06)), ("b", E(0.2, 0.18, 0.22))], (0.12, 0.41)).verdict == R
+    # from above the range down into it is toward it as well
+    assert V.toward_paper([("a", E(0.6, 0.55, 0.65)), ("b", E(0.3, 0.28, 0.32))], (0.12, 0.41)).verdict == R
+    assert V.toward_paper([("only", best)], (10, 33)).verdict == V.NOT_MEASURED

@@ -286,6 +286,41 @@ def claim_10(ratios: Mapping[int, Estimate], paper: tuple[float, float] = (10.0,
     return _range_by_k("claim_10", ratios, paper, f"{paper[0]:g}-{paper[1]:g}x")
 
 
+def toward_paper(by_rung: Sequence[tuple[str, Estimate]], paper: tuple[float, float], *, log: bool = False,
+                 what: str = "the statistic") -> Verdict:
+    """Does a better generator move a statistic toward the paper's range? (Part II's ladder.)
+
+    ``by_rung``: ``(name, estimate)`` from the worst generator to the best (by held-out flow loss),
+    at least two. The distance of a point to ``paper`` is 0 inside it, else to its nearer end (in
+    log units with ``log``, for ratios). *Reproduced*: the best rung's interval and the worst's do
+    not overlap and the best is nearer the range. *Not reproduced*: they do not overlap and the best
+    is farther (quality moves it away), or they overlap (no change the ladder can resolve). The
+    reason names the direction, and whether every step between neighbours went the same way.
+    """
+    if len(by_rung) < 2:
+        return _v("toward_paper", NOT_MEASURED, "fewer than two generators")
+    lo, hi = paper
+
+    def dist(x: float) -> float:
+        if log:
+            x, a, b = math.log(max(x, 1e-300)), math.log(lo), math.log(hi)
+        else:
+            a, b = lo, hi
+        return max(a - x, 0.0, x - b)
+
+    (w_name, worst), (b_name, best) = by_rung[0], by_rung[-1]
+    apart = not best.overlaps(worst.lo, worst.hi)
+    toward = dist(best.value) < dist(worst.value)
+    steps = [dist(b.value) - dist(a.value) for (_, a), (_, b) in zip(by_rung[:-1], by_rung[1:])]
+    same_way = all(d < 0 for d in steps) or all(d > 0 for d in steps)
+    moves = "toward" if toward else "away from"
+    reason = (f"{what} {worst.value:.3g} [{worst.lo:.3g}, {worst.hi:.3g}] ({w_name}) -> {best.value:.3g} "
+              f"[{best.lo:.3g}, {best.hi:.3g}] ({b_name}): "
+              + (f"moves {moves} {lo:g}-{hi:g}, intervals apart" if apart else "intervals overlap, no resolved change")
+              + f"; every rung the same way: {same_way}")
+    return _v("toward_paper", REPRODUCED if apart and toward else NOT, reason)
+
+
 def claim_11(rates: Mapping[int, Estimate], paper: tuple[float, float] = (0.12, 0.41)) -> Verdict:
     """Claim 11, the oracle roll-in's terminal flip rate is 12-41% at K = 4, 8, 16.
 

@@ -19,8 +19,8 @@ from .rectangles import (arnold_press, delta_by_gap, delta_controls, delta_distr
                          delta_vs_depth, delta_vs_size, delta_vs_tau, paired_deltas)
 from .scaling import crossover_vs_budget, scaling_ratios
 from .sites import site_entropy
-from .tube import (cliff, generation_perplexity, image_rollin, residual_aim, residual_direction, rollin_flips,
-                   terminal_flips, terminal_intervals, tube_mass, tube_prediction)
+from .tube import (cliff, generation_perplexity, generator_ladder, image_rollin, residual_aim, residual_direction,
+                   rollin_flips, terminal_flips, terminal_intervals, tube_mass, tube_prediction)
 
 __all__ = ["residual_aim", "scoreboard", "ablation_panels", "interface_scaling", "intervention_flips", "ode_sde_curves",
            "arrhenius_collapse", "arrhenius_lines", "corpus_ablation", "dwell_law", "dwell_vs_geometric", "embedding_paths",
@@ -31,4 +31,5 @@ __all__ = ["residual_aim", "scoreboard", "ablation_panels", "interface_scaling",
            "step_rate_rounds", "step_rate_scaling", "cloze_scores", "register_scores", "arnold_press", "delta_by_gap", "delta_controls",
            "delta_distribution", "delta_intervals", "delta_vs_depth", "delta_vs_size", "delta_vs_tau", "paired_deltas", "crossover_vs_budget",
            "scaling_ratios", "site_entropy", "cliff", "generation_perplexity", "image_rollin",
-           "residual_direction", "rollin_flips", "terminal_flips", "terminal_intervals", "tube_mass", "tube_prediction"]
+           "generator_ladder", "residual_direction", "rollin_flips", "terminal_flips", "terminal_intervals", "tube_mass",
+           "tube_prediction"]

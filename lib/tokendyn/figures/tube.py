@@ -12,7 +12,7 @@ import pandas as pd
 from .dabi import _need
 
 __all__ = ["tube_mass", "rollin_flips", "tube_prediction", "residual_direction", "terminal_flips", "terminal_intervals",
-           "image_rollin", "cliff", "generation_perplexity", "residual_aim"]
+           "image_rollin", "cliff", "generation_perplexity", "residual_aim", "generator_ladder"]
 
 S_START = alt.X("s_start:Q", scale=alt.Scale(type="log"), title="s(t0), the roll-in's noise scale")
 
@@ -169,3 +169,48 @@ def residual_aim(align: pd.DataFrame, ratios: pd.DataFrame, band: tuple[float, f
              + b.mark_rule(strokeWidth=2).encode(y="lo_plot:Q", y2="hi_plot:Q")
              ).properties(width=230, height=220, title=f"Worth (orange: the paper's {band[0]:g}-{band[1]:g}x)")
     return alt.hconcat(left, right).resolve_scale(color="independent")
+
+
+def generator_ladder(ladder: pd.DataFrame, k: int, flips_band: tuple[float, float] = (0.12, 0.41),
+                     ratio_band: tuple[float, float] = (10.0, 33.0)) -> alt.HConcatChart:
+    """Does a better generator aim better? Three panels against the held-out flow loss (lower is a
+    better generator), one point per generator at ``K = k`` with its 95% interval: the residual's
+    mean ``|cos(r, n)|`` (dashed: an unaimed direction), the terminal flip rate and the structured /
+    isotropic ratio (log), each with the paper's band shaded. Ladder rungs are joined in training order.
+
+    ``ladder``: columns ``generator``, ``train_steps``, ``K``, ``flow_loss``, ``mean_abs_cos``,
+    ``abs_lo``, ``abs_hi``, ``unaimed_abs_cos``, ``flips``, ``flips_lo``, ``flips_hi``, ``ratio``,
+    ``ratio_lo``, ``ratio_hi`` (the rows of ``scripts/record_flow_ladder.py``).
+    """
+    _need(ladder, ["generator", "train_steps", "K", "flow_loss", "mean_abs_cos", "abs_lo", "abs_hi", "unaimed_abs_cos",
+                   "flips", "flips_lo", "flips_hi", "ratio", "ratio_lo", "ratio_hi"], "ladder")
+    d = ladder[ladder["K"] == k]
+    if d.empty:
+        raise ValueError(f"k={k} is not a K of the ladder: {sorted(ladder['K'].unique().tolist())}")
+    x = alt.X("flow_loss:Q", title="held-out flow loss (lower: better)", scale=alt.Scale(zero=False, reverse=True))
+    color = alt.Color("generator:N", title="generator", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
+    tip = ["generator", "train_steps", "flow_loss", "mean_abs_cos", "flips", "ratio"]
+    rungs = d[d["generator"].str.startswith("ladder")].sort_values("train_steps")
+
+    def panel(y: str, lo: str, hi: str, title: str, band: tuple[float, float] | None, log: bool, rule: str | None):
+        scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
+        base = alt.Chart(d).encode(x=x, color=color)
+        layers = []
+        if band is not None:
+            layers.append(alt.Chart(pd.DataFrame({"lo": [band[0]], "hi": [band[1]]})).mark_rect(
+                opacity=0.15, color="orange").encode(y=alt.Y("lo:Q", scale=scale), y2="hi:Q"))
+        if rule is not None:
+            layers.append(alt.Chart(pd.DataFrame({"v": [float(d[rule].iloc[0])]})).mark_rule(
+                strokeDash=[4, 3], color="gray").encode(y="v:Q"))
+        layers += [alt.Chart(rungs).mark_line(color="gray", strokeWidth=1).encode(x=x, y=alt.Y(f"{y}:Q", scale=scale),
+                                                                                  order="train_steps:Q"),
+                   base.mark_rule(strokeWidth=2).encode(y=alt.Y(f"{lo}:Q", scale=scale), y2=f"{hi}:Q"),
+                   base.mark_point(filled=True, size=60).encode(y=alt.Y(f"{y}:Q", title=title, scale=scale), tooltip=tip)]
+        return alt.layer(*layers).properties(width=165, height=200)
+
+    return alt.hconcat(
+        panel("mean_abs_cos", "abs_lo", "abs_hi", "mean |cos(r, n)| (dashed: no aim)", None, False, "unaimed_abs_cos"),
+        panel("flips", "flips_lo", "flips_hi", f"terminal flips at K = {k}", flips_band, False, None),
+        panel("ratio", "ratio_lo", "ratio_hi", "structured / isotropic (log)", ratio_band, True, None),
+    ).properties(title=f"The generator ladder at K = {k}: aim, flips and their ratio against the flow loss "
+                       "(orange: the paper's range)")

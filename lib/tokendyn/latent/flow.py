@@ -99,6 +99,22 @@ def flow_loss(net: VelocityNet, x1: torch.Tensor, generator: torch.Generator) ->
     return ((net(xt, t) - (x1 - eps)) ** 2).mean()
 
 
+@torch.no_grad()
+def fixed_flow_loss(net: VelocityNet, z: torch.Tensor, *, windows: int, draws: int, seed: int,
+                    chunk: int = 256) -> float:
+    """The rectified-flow loss of ``net`` on a fixed sample (a float): ``windows`` rows of ``z``
+    ``[N, L, d]`` (a seeded permutation), each under ``draws`` draws of time and noise, all from one
+    generator seeded ``seed``. The same rows, times and noise at every call, so two flows (or two
+    snapshots of one) are compared on identical draws and differ only by their weights."""
+    g = torch.Generator().manual_seed(seed)
+    x = z[torch.randperm(len(z), generator=g)[:windows]]
+    total = 0.0
+    for _ in range(draws):
+        for c in x.split(chunk):
+            total += float(flow_loss(net, c, g)) * len(c)
+    return total / (draws * len(x))
+
+
 def load_autoencoder_and_flow(d: Path, kind: str, autoencoder: type[nn.Module],
                               config: type) -> tuple[nn.Module, VelocityNet, dict]:
     """A shipped latent model folder ``d`` -> ``(autoencoder, flow, config dict)`` in eval mode,
