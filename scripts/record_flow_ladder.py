@@ -16,7 +16,9 @@ snapshots at 1k, 3k and 10k), this measures on the same held-out windows, with t
   structured, norm-matched isotropic, their ratio, bootstrap over windows);
 - per K, the residual's aim at the readout's nearest boundary (:func:`tokendyn.latent.geometry.alignment`)
   and the aligned counterfactual (:func:`tokendyn.latent.geometry.aligned_counterfactual`), on the
-  terminal residual of the same roll-in chapter 5 uses (generator seeded ``seed + 300 + K``).
+  terminal residual of the same roll-in chapter 5 uses (generator seeded ``seed + 300 + K``);
+- per K, the DABI of that terminal residual (:func:`tokendyn.latent.tube.dabi`, cross-entropy against
+  the clean decode, on the first 128 windows, as chapter 5 and 6 measure the shipped flow's).
 
 Only the flow differs between rungs: every exported rung carries the shipped standardisation and
 readout. Writes ``data/runs/05_tube_law-ladder.json`` (rows, this command, provenance, and the wall
@@ -47,6 +49,7 @@ LADDER = ROOT / "checkpoints" / "context-latent-ladder"
 OUT = "runs/05_tube_law-ladder.json"
 EVAL = dict(windows=1024, draws=2, seed=28)  # scripts/train_context_latent.py's EVAL
 SHIPPED = "shipped (3,000 steps)"
+DABI_WINDOWS = 128  # windows whose [128 x 32, 30,522] logits give each DABI (memory, not time, bounds it)
 
 
 def generators() -> dict[str, tuple[Path | None, int]]:
@@ -64,12 +67,15 @@ def measure(name: str, ctx, steps: list[int], train_steps: int, x1: torch.Tensor
     ae, flow = ctx.autoencoder, ctx.flow
     loss = fixed_flow_loss(flow, z_eval, **EVAL)
     readout = (ae.readout.weight, ae.readout.bias)
+    n_dabi = min(DABI_WINDOWS, len(x1))
+    ce = tube.cross_entropy_loss(ae.logits, ref[:n_dabi])
     rows = []
     for tf in tube.terminal_flips(ae.decode, flow, x1, ref, steps, seed=seed):
         k = tf.K
         x_hat, _ = tube.oracle_terminal(flow, x1, k, torch.Generator().manual_seed(seed + 300 + k))
         al = geometry.alignment(x1, x_hat, readout, seed=seed)
         cf = geometry.aligned_counterfactual(x1, x_hat, readout, seed=seed + k)
+        dabi = tube.dabi(ce, x1[:n_dabi], (x_hat - x1)[:n_dabi], torch.Generator().manual_seed(seed + 100 + k))
         rows.append({
             "generator": name, "train_steps": train_steps, "K": k, "s": tf.s, "flow_loss": loss,
             "flips": tf.structured.value, "flips_lo": tf.structured.lo, "flips_hi": tf.structured.hi,
@@ -80,7 +86,8 @@ def measure(name: str, ctx, steps: list[int], train_steps: int, x1: torch.Tensor
             "mean_cos": al.mean_cos.value, "mean_cos_lo": al.mean_cos.lo, "mean_cos_hi": al.mean_cos.hi,
             "unaimed_abs_cos": al.isotropic_abs_cos,
             "aligned_flips": cf.aligned.value, "aligned_ratio": cf.ratio.value, "aligned_ratio_lo": cf.ratio.lo,
-            "aligned_ratio_hi": cf.ratio.hi, "predicted_ratio": cf.predicted_ratio})
+            "aligned_ratio_hi": cf.ratio.hi, "predicted_ratio": cf.predicted_ratio, "dabi": dabi,
+            "dabi_tokens": n_dabi * x1.shape[1]})
     return rows
 
 

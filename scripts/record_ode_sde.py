@@ -2,6 +2,8 @@
 """Record chapter 7's ODE/SDE comparison at a size whose intervals carry a conclusion (issue 28).
 
     nice -n 10 .venv/bin/python scripts/record_ode_sde.py --seeds 5 --per-seed 256 --steps 4,8
+    nice -n 10 .venv/bin/python scripts/record_ode_sde.py --seeds 5 --per-seed 256 --steps 4 \
+        --ladder-only --out runs/07_escapes-ode-sde-ladder.json    # the generator ladder, beside it
 
 For each generator (the shipped contextual flow; with ``--ladder``, also every exported snapshot
 of ``scripts/train_context_latent.py flow-ladder`` under checkpoints/context-latent-ladder/), each
@@ -47,10 +49,10 @@ LADDER = ROOT / "checkpoints" / "context-latent-ladder"
 OUT = "runs/07_escapes-ode-sde.json"
 
 
-def generators(ladder: bool) -> dict[str, Path | None]:
-    """name -> model folder (None: the shipped model)."""
-    gens: dict[str, Path | None] = {"shipped (3,000 steps)": None}
-    if ladder:
+def generators(ladder: bool, ladder_only: bool = False) -> dict[str, Path | None]:
+    """name -> model folder (None: the shipped model); ``ladder_only``: the snapshots alone."""
+    gens: dict[str, Path | None] = {} if ladder_only else {"shipped (3,000 steps)": None}
+    if ladder or ladder_only:
         for folder in sorted(LADDER.glob("model-step*")):
             gens[f"ladder, {int(folder.name.split('step')[1]):,} steps"] = folder
     return gens
@@ -75,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", default="4,8")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ladder", action="store_true", help="also every exported flow-ladder snapshot")
+    ap.add_argument("--ladder-only", action="store_true",
+                    help="only the exported flow-ladder snapshots, no shipped flow and no real text (a second file "
+                         "beside the shipped run: use another --out)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=OUT, help="under data/")
     args = ap.parse_args(argv)
@@ -103,8 +108,13 @@ def main(argv: list[str] | None = None) -> int:
         ids = [shipped.heldout(args.per_seed, seed=s) for s in seeds]
         return judge([shipped.decode_text(r) for x in ids for r in x], [r.tolist() for x in ids for r in x])
 
-    cells = {("real text", 0, "real"): score_cell(ckpt / f"real-{args.seed}-{args.seeds}x{args.per_seed}.npz", real)}
-    for name, folder in generators(args.ladder).items():
+    cells = {} if args.ladder_only else {
+        ("real text", 0, "real"): score_cell(ckpt / f"real-{args.seed}-{args.seeds}x{args.per_seed}.npz", real)}
+    gens = generators(args.ladder, args.ladder_only)
+    if not gens:
+        raise FileNotFoundError(f"--ladder-only: no exported snapshot under {LADDER}: run "
+                                "`python scripts/train_context_latent.py export-ladder` first")
+    for name, folder in gens.items():
         ctx = shipped if folder is None else load_context_latent(folder)
         shape = (args.per_seed, ctx.autoencoder.seq_len, ctx.autoencoder.readout.in_features)
         for k in steps:
@@ -126,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                      "distinct2": float(np.mean([distinct_n(t, 2) for t in per_seed])),
                      "text_entropy_mean": float(c["entropy"].mean()), "n_texts": int(c["nll"].size),
                      "judge_tokens": int(c["count"].sum())})
-    for name in generators(args.ladder):
+    for name in gens:
         for k in steps:
             o, s = cells[name, k, "ode"], cells[name, k, "sde"]
             m = entropy_matched_perplexity(o["nll"], o["count"], o["entropy"], s["nll"], s["count"], s["entropy"],
@@ -138,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     from tokendyn import paths, results
 
     cmd = (f"nice -n 10 .venv/bin/python scripts/record_ode_sde.py --seeds {args.seeds} --per-seed {args.per_seed} "
-           f"--steps {args.steps} --seed {args.seed}" + (" --ladder" if args.ladder else ""))
+           f"--steps {args.steps} --seed {args.seed}" + (" --ladder" if args.ladder else "")
+           + (f" --ladder-only --out {args.out}" if args.ladder_only else ""))
     out = results.save_rows(paths.data_dir() / args.out, rows, kind="ode/sde judge scores", command=cmd,
                             params={k: v for k, v in vars(args).items() if k != "out"}, seed=args.seed,
                             models=["context-latent", "smollm2-135m"])

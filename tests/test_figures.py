@@ -339,3 +339,17 @@ def test_generator_ladder_draws_one_point_per_generator_and_refuses_a_missing_k(
         figures.generator_ladder(df, 16)
     with pytest.raises(ValueError, match="lacks columns"):
         figures.generator_ladder(df.drop(columns="flow_loss"), 4)
+
+
+def test_ode_sde_ladder_keeps_the_generator_order_and_draws_both_panels():
+    gens = ["ladder, 1,000 steps", "shipped (3,000 steps)", "ladder, 10,000 steps"]
+    scores = pd.DataFrame([{"generator": g, "K": k, "sampler": smp, "ppl": 500.0 - 10 * i, "ppl_lo": 480.0,
+                            "ppl_hi": 520.0} for i, g in enumerate(gens) for k in (4, 8) for smp in ("ODE", "SDE")])
+    matched = pd.DataFrame([{"generator": g, "K": k, "ratio": 1.4, "ratio_lo": 1.3, "ratio_hi": 1.6}
+                            for g in gens for k in (4, 8)])
+    spec = _spec(figures.ode_sde_ladder(scores, matched))
+    assert len(spec["hconcat"]) == 2
+    xs = [layer["encoding"]["x"] for panel in spec["hconcat"] for layer in panel["layer"] if "x" in layer.get("encoding", {})]
+    assert xs and all(x["sort"] == gens for x in xs)
+    with pytest.raises(ValueError, match="lacks columns"):
+        figures.ode_sde_ladder(scores.drop(columns="ppl_lo"), matched)

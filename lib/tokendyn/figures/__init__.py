@@ -8,7 +8,7 @@ from .basins import (arrhenius_collapse, arrhenius_lines, corpus_ablation, dwell
                      group_boxplot, path_explorer, region_time, repetition_paths, trap_depth, trap_dwells)
 from .dabi import dabi_curves, flip_contrast, taxonomy
 from .drift import drift_panels
-from .escapes import ablation_panels, interface_scaling, intervention_flips, ode_sde_curves
+from .escapes import ablation_panels, interface_scaling, intervention_flips, ode_sde_curves, ode_sde_ladder
 from .embeddings import topic_map, topic_similarity
 from .influence import influence_curves, influence_matrix
 from .mixing import (coupling_anchor, distance_to_stationarity, dwell_survival, paired_survival,
@@ -22,7 +22,7 @@ from .sites import site_entropy
 from .tube import (cliff, generation_perplexity, generator_ladder, image_rollin, residual_aim, residual_direction,
                    rollin_flips, terminal_flips, terminal_intervals, tube_mass, tube_prediction)
 
-__all__ = ["residual_aim", "scoreboard", "ablation_panels", "interface_scaling", "intervention_flips", "ode_sde_curves",
+__all__ = ["residual_aim", "scoreboard", "ablation_panels", "interface_scaling", "intervention_flips", "ode_sde_curves", "ode_sde_ladder",
            "arrhenius_collapse", "arrhenius_lines", "corpus_ablation", "dwell_law", "dwell_vs_geometric", "embedding_paths",
            "group_boxplot", "path_explorer", "region_time", "repetition_paths", "trap_depth", "trap_dwells",
            "dabi_curves", "flip_contrast", "taxonomy", "drift_panels", "topic_map", "topic_similarity", "influence_curves", "influence_matrix",

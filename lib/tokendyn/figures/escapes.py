@@ -8,7 +8,7 @@ import pandas as pd
 
 from .dabi import _need
 
-__all__ = ["ode_sde_curves", "ablation_panels", "intervention_flips", "interface_scaling"]
+__all__ = ["ode_sde_curves", "ode_sde_ladder", "ablation_panels", "intervention_flips", "interface_scaling"]
 
 
 def ode_sde_curves(df: pd.DataFrame, real: pd.DataFrame) -> alt.HConcatChart:
@@ -33,6 +33,39 @@ def ode_sde_curves(df: pd.DataFrame, real: pd.DataFrame) -> alt.HConcatChart:
 
     return (panel("ppl", "SmolLM2-135M judge perplexity", True).properties(title="Judge perplexity (dashed: real text)")
             | panel("entropy", "unigram entropy (nats)", False).properties(title="Unigram entropy (dashed: real text)"))
+
+
+def ode_sde_ladder(scores: pd.DataFrame, matched: pd.DataFrame, paper_ratio: float = 294 / 50) -> alt.HConcatChart:
+    """The ODE/SDE comparison along the generator ladder: judge perplexity of each sampler (left,
+    log) and the ODE/SDE perplexity ratio at equal per-text entropy (right, log; solid: 1, dashed:
+    the paper's raw ratio), one column of points per generator, ordered as given (worst generator
+    first), one colour per sampler (left) or K (right), 95% intervals as rules.
+
+    ``scores``: columns ``generator``, ``K``, ``sampler`` (ODE, SDE), ``ppl``, ``ppl_lo``, ``ppl_hi``.
+    ``matched``: columns ``generator``, ``K``, ``ratio``, ``ratio_lo``, ``ratio_hi``.
+    """
+    _need(scores, ["generator", "K", "sampler", "ppl", "ppl_lo", "ppl_hi"], "scores")
+    _need(matched, ["generator", "K", "ratio", "ratio_lo", "ratio_hi"], "matched")
+    order = list(dict.fromkeys(scores["generator"]))
+    x = alt.X("generator:N", sort=order, title=None, axis=alt.Axis(labelAngle=-30, labelLimit=140))
+    s = scores.assign(series=scores["sampler"] + ", K = " + scores["K"].astype(str))
+    a = alt.Chart(s).encode(x=x, color=alt.Color("series:N", title="sampler"), xOffset="series:N")
+    left = (a.mark_point(filled=True, size=50).encode(
+                y=alt.Y("ppl:Q", scale=alt.Scale(type="log"), title="SmolLM2-135M judge perplexity (log)"),
+                tooltip=["generator", "K", "sampler", "ppl", "ppl_lo", "ppl_hi"])
+            + a.mark_rule(strokeWidth=2).encode(y="ppl_lo:Q", y2="ppl_hi:Q")
+            ).properties(width=230, height=220, title="Judge perplexity by sampler")
+    m = matched.assign(series="K = " + matched["K"].astype(str))
+    b = alt.Chart(m).encode(x=x, color=alt.Color("series:N", title="at equal entropy"), xOffset="series:N")
+    refs = alt.Chart(pd.DataFrame({"v": [1.0, paper_ratio], "what": ["no edge", "paper (raw)"]})).mark_rule(
+        color="gray").encode(y="v:Q", strokeDash=alt.StrokeDash("what:N", title=None,
+                                                                  scale=alt.Scale(range=[[1, 0], [4, 3]])))
+    right = (refs + b.mark_point(filled=True, size=50).encode(
+                 y=alt.Y("ratio:Q", scale=alt.Scale(type="log"), title="ODE / SDE perplexity (log)"),
+                 tooltip=["generator", "K", "ratio", "ratio_lo", "ratio_hi"])
+             + b.mark_rule(strokeWidth=2).encode(y="ratio_lo:Q", y2="ratio_hi:Q")
+             ).properties(width=230, height=220, title="ODE over SDE at equal entropy")
+    return alt.hconcat(left, right).resolve_scale(color="independent")
 
 
 def ablation_panels(df: pd.DataFrame) -> alt.FacetChart:
