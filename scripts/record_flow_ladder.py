@@ -42,30 +42,24 @@ import torch  # noqa: E402
 
 from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.latent import geometry, tube  # noqa: E402
-from tokendyn.latent.contextual import load_context_latent  # noqa: E402
+from tokendyn.latent.contextual import LADDER_EVAL, SHIPPED_FLOW, ladder_models, load_context_latent  # noqa: E402
 from tokendyn.latent.flow import fixed_flow_loss  # noqa: E402
 
 LADDER = ROOT / "checkpoints" / "context-latent-ladder"
 OUT = "runs/05_tube_law-ladder.json"
-EVAL = dict(windows=1024, draws=2, seed=28)  # scripts/train_context_latent.py's EVAL
-SHIPPED = "shipped (3,000 steps)"
 DABI_WINDOWS = 128  # windows whose [128 x 32, 30,522] logits give each DABI (memory, not time, bounds it)
 
 
 def generators() -> dict[str, tuple[Path | None, int]]:
     """name -> (model folder, None for the shipped model; training steps)."""
-    gens: dict[str, tuple[Path | None, int]] = {SHIPPED: (None, 3000)}
-    for folder in sorted(LADDER.glob("model-step*")):
-        step = int(folder.name.split("step")[1])
-        gens[f"ladder, {step:,} steps"] = (folder, step)
-    return gens
+    return {SHIPPED_FLOW: (None, 3000), **ladder_models(LADDER)}
 
 
 def measure(name: str, ctx, steps: list[int], train_steps: int, x1: torch.Tensor, ref: torch.Tensor,
             z_eval: torch.Tensor, seed: int) -> list[dict]:
     """Rows of one generator: one per K."""
     ae, flow = ctx.autoencoder, ctx.flow
-    loss = fixed_flow_loss(flow, z_eval, **EVAL)
+    loss = fixed_flow_loss(flow, z_eval, **LADDER_EVAL)
     readout = (ae.readout.weight, ae.readout.bias)
     n_dabi = min(DABI_WINDOWS, len(x1))
     ce = tube.cross_entropy_loss(ae.logits, ref[:n_dabi])
@@ -139,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
            f"--steps {args.steps} --seed {args.seed}")
     out = results.save_rows(paths.data_dir() / args.out, rows, kind="flow ladder geometry", command=cmd,
                             params={**{k: v for k, v in vars(args).items() if k != "out"},
-                                    "eval": EVAL, "seconds_per_generator": seconds},
-                            seed=args.seed, models=["context-latent", *[n for n in seconds if n != SHIPPED]])
+                                    "eval": LADDER_EVAL, "seconds_per_generator": seconds},
+                            seed=args.seed, models=["context-latent", *[n for n in seconds if n != SHIPPED_FLOW]])
     print(json.dumps({"written": str(out), "rows": len(rows), "seconds": seconds}))
     return 0
 

@@ -41,7 +41,7 @@ from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.evaluation.generation import (distinct_n, entropy_matched_perplexity, judge_nll,  # noqa: E402
                                             pooled_perplexity, repetition, text_entropies, unigram_entropy)
 from tokendyn.latent import samplers  # noqa: E402
-from tokendyn.latent.contextual import load_context_latent  # noqa: E402
+from tokendyn.latent.contextual import SHIPPED_FLOW, ladder_models, load_context_latent  # noqa: E402
 from tokendyn.models import load_ar  # noqa: E402
 from tokendyn.stats import seed_interval  # noqa: E402
 
@@ -51,10 +51,9 @@ OUT = "runs/07_escapes-ode-sde.json"
 
 def generators(ladder: bool, ladder_only: bool = False) -> dict[str, Path | None]:
     """name -> model folder (None: the shipped model); ``ladder_only``: the snapshots alone."""
-    gens: dict[str, Path | None] = {} if ladder_only else {"shipped (3,000 steps)": None}
+    gens: dict[str, Path | None] = {} if ladder_only else {SHIPPED_FLOW: None}
     if ladder or ladder_only:
-        for folder in sorted(LADDER.glob("model-step*")):
-            gens[f"ladder, {int(folder.name.split('step')[1]):,} steps"] = folder
+        gens |= {name: folder for name, (folder, _) in ladder_models(LADDER).items()}
     return gens
 
 

@@ -32,7 +32,8 @@ from pathlib import Path
 import torch
 
 from tokendyn.integrity import write_sums
-from tokendyn.latent.contextual import LinearReadout, encoder_states, load_encoder, model_dir, windows
+from tokendyn.latent.contextual import (LADDER_EVAL, LinearReadout, encoder_states, load_encoder, model_dir,
+                                        windows)
 from tokendyn.latent.flow import FlowConfig, fixed_flow_loss
 from tokendyn.latent.text import split_documents
 from tokendyn.latent.tube import readout_margins
@@ -46,9 +47,7 @@ P = dict(seed=0, heldout_every=20, seq_len=32, readout_steps=600, readout_batch=
          flow_steps=3000, flow_batch=48, flow_lr=1e-3, flow_width=256, flow_depth=4, flow_ff=768)
 SHARD = 2048
 LADDER = CKPT.parent / "context-latent-ladder"
-# The ladder's fixed evaluation: this many windows of each split, each scored under this many draws
-# of (time, noise), all from one generator of this seed (the same numbers at every snapshot).
-EVAL = dict(windows=1024, draws=2, seed=28)
+EVAL = LADDER_EVAL  # the ladder's fixed evaluation, shared with scripts/record_flow_ladder.py
 LADDER_CKPT_EVERY = 200  # steps between the ladder's checkpoints (about 3 to 5 minutes on one thread)
 
 

@@ -157,3 +157,15 @@ def test_export_ladder_writes_folders_that_load_like_the_shipped_model(tcl, stat
     (src / "config.json").write_text(json.dumps({"dim": 5, "training": {}}))
     with pytest.raises(ValueError, match="3-d"):
         tcl.export_ladder(ladder, src)
+
+
+def test_ladder_models_names_the_rungs_in_step_order(tmp_path):
+    from tokendyn.latent.contextual import ladder_models
+
+    for step in (10000, 1000, 3000):
+        (tmp_path / f"model-step{step:05d}").mkdir()
+    (tmp_path / "flow-step01000.pt").write_bytes(b"")   # a snapshot that is not exported: not a rung
+    got = ladder_models(tmp_path)
+    assert list(got) == ["ladder, 1,000 steps", "ladder, 3,000 steps", "ladder, 10,000 steps"]
+    assert got["ladder, 10,000 steps"] == (tmp_path / "model-step10000", 10000)
+    assert ladder_models(tmp_path / "missing") == {}

@@ -40,6 +40,25 @@ def model_dir() -> Path:
     return data_dir() / "models" / "context-latent"
 
 
+SHIPPED_FLOW = "shipped (3,000 steps)"
+"""The shipped flow's name beside the flow-ladder's rungs (:func:`ladder_models`) in recorded runs."""
+
+LADDER_EVAL = dict(windows=1024, draws=2, seed=28)
+"""The flow ladder's fixed evaluation (:func:`~.flow.fixed_flow_loss`): this many windows, each under
+this many draws of (time, noise), all from one generator of this seed, the same at every snapshot."""
+
+
+def ladder_models(ladder: Path) -> dict[str, tuple[Path, int]]:
+    """The flow-ladder snapshots exported under ``ladder`` (folders ``model-stepNNNNN``, written by
+    ``scripts/train_context_latent.py export-ladder``) in step order: ``"ladder, 1,000 steps" ->
+    (folder, 1000)``. The one naming of the rungs, which chapters 5-7 match across recorded runs."""
+    out = {}
+    for folder in sorted(ladder.glob("model-step*")):
+        step = int(folder.name.split("step")[1])
+        out[f"ladder, {step:,} steps"] = (folder, step)
+    return out
+
+
 def load_encoder() -> tuple[Any, Any]:
     """The frozen all-MiniLM-L6-v2 encoder (``BertModel``, eval mode, fp32, CPU) and its tokenizer."""
     from transformers import AutoTokenizer, BertModel
