@@ -6,7 +6,8 @@
 
 VENV      := .venv
 STAMP     := $(VENV)/.setup-done
-SETUP_IN  := requirements/lock.txt pyproject.toml js/package-lock.json scripts/setup_env.sh lib/tokendyn/assets/SHA256SUMS
+SETUP_IN  := requirements/lock.txt pyproject.toml js/package-lock.json scripts/setup_env.sh lib/tokendyn/assets/SHA256SUMS \
+             scripts/fetch_mpnet.sh requirements/mpnet-wheels.txt lib/tokendyn/assets/all-mpnet-base-v2.SHA256SUMS
 PY        := $(VENV)/bin/python
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 export HF_HUB_OFFLINE := 1

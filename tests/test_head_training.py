@@ -163,3 +163,43 @@ def test_a_bert_rung_splits_its_encoder_exactly():
             split = head.upper_states(model, head.lower_states(model, ids, attn, k), attn, k)
             assert torch.allclose(split[attn.bool()], full[attn.bool()], atol=1e-6), k
     assert head.n_layers(model) == 2
+
+
+def test_one_pass_fills_every_rung_of_an_encoder_as_its_own_run_would(tiny_assets, tmp_path):
+    """cache_family writes each MPNet rung's cache from one 12-layer pass; each equals (byte for byte)
+    the cache that rung's own train_head builds, and a killed family pass resumes."""
+    s = _settings()
+    fam, own = tmp_path / "fam", tmp_path / "own"
+    kw = dict(device=torch.device("cpu"), texts=TEXTS, val_texts=VAL, log=lambda m: None)
+    assert not head.cache_family(s, fam, stop_after=2, **kw)
+    assert head.cache_family(s, fam, **kw)
+    rungs = [r for r, (f, _) in shipped.HEAD_LADDER.items() if f == "mpnet"]
+    assert len(rungs) >= 3
+    for r in rungs:
+        _run(head.replace(s, model=r), own / r, cache_only=True)
+        for part in ("cache_train", "cache_val"):
+            a = json.loads((fam / r / part / head.MANIFEST).read_text())
+            b = json.loads((own / r / part / head.MANIFEST).read_text())
+            assert a == b, (r, part)
+    # the rungs' states differ (layer 6 is not layer 12), their masked targets do not
+    six = head.load_cache(fam / "ladder-mpnet-l6" / "cache_train")
+    top = head.load_cache(fam / "mpnet-base-mlm" / "cache_train")
+    assert torch.equal(six.targets, top.targets) and not torch.equal(six.h, top.h)
+    with pytest.raises(ValueError, match="top_layers=1"):
+        head.cache_family(head.replace(s, top_layers=1), fam, **kw)
+
+
+def test_the_base_size_model_loads_offline_from_the_registry_and_fills_a_blank():
+    """mpnet-base-mlm: the fetched all-mpnet-base-v2 encoder (12 layers) under the shipped head."""
+    if not (mpnet.assets_dir() / mpnet.ASSET).is_dir():
+        pytest.skip("all-mpnet-base-v2 is not fetched (bash scripts/fetch_mpnet.sh; the set-up does it)")
+    from tokendyn import evaluation, models
+
+    rows = {r["name"]: r for r in models.available()}
+    assert rows["mpnet-base-mlm"]["kind"] == "mlm (embedded)"
+    m = models.load_mlm("mpnet-base-mlm")
+    assert type(m.model).__name__ == "MPNetForMaskedLM" and m.model.config.num_hidden_layers == 12
+    assert 109e6 < sum(p.numel() for p in m.model.parameters()) < 111e6
+    logits = evaluation.masked_logits(m, ["The capital of France is <mask>."])[0]
+    top = [evaluation.token_word(m.tokenizer, int(i)) for i in logits.topk(5).indices]
+    assert "paris" in top, top

@@ -173,6 +173,7 @@ def _top_layers_and_head(model: Any, tok: Any, n_trained_layers: int) -> list[st
 HEAD_LADDER: dict[str, tuple[str, int]] = {
     **{f"ladder-minilm-l{d}": ("minilm", d) for d in (2, 3, 4, 6)},
     "ladder-mpnet-l6": ("mpnet", 6),
+    "ladder-mpnet-l10": ("mpnet", 10),
     "mpnet-base-mlm": ("mpnet", 12),
 }
 """Issue 26's size ladder: ``name -> (encoder, layers)``, a frozen packaged encoder cut to its first

@@ -41,7 +41,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +67,8 @@ class HeadSettings:
     """One head-training run of a ladder rung (``model`` a key of ``shipped.HEAD_LADDER``)."""
 
     model: str
-    steps: int = 1500
-    batch: int = 64  # masked windows per step (every masked site in them: ~15 per 64-token window)
+    steps: int = 600  # ~1.2 passes over the cached sites: what 2 CPU cores train 7 rungs with in an hour
+    batch: int = 32  # masked windows per step (every masked site in them: ~16 per 64-token window)
     lr: float = 1e-3
     warmup: int = 50
     decay_frac: float = 0.2  # share of steps in the final linear decay
@@ -78,7 +78,7 @@ class HeadSettings:
     views: int = 1  # independent maskings of each training window in the cache
     sotu_share: float = 0.15  # SOTU share of training words, as for the other shipped MLMs
     seed: int = 0
-    max_windows: int | None = None  # None: every training window (a seeded subset otherwise)
+    max_windows: int | None = 16000  # a seeded subset of the 42k windows (256k masked sites); None: all
     val_windows: int = 512  # held-out windows in the validation cache
     shard_items: int = 256  # masked windows per cache shard
     encode_batch: int = 32  # windows per encoder forward pass while caching
@@ -186,6 +186,31 @@ def windows_digest(windows: Tensor) -> str:
     return hashlib.sha256(windows.to(torch.int32).contiguous().numpy().tobytes()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class CacheTarget:
+    """One cache to fill: ``folder``, the states after ``upto`` layers, whole windows or only the
+    masked sites (``whole``), bound to ``key``."""
+
+    folder: Path
+    upto: int
+    key: dict[str, Any]
+    whole: bool
+
+
+@torch.no_grad()
+def states_at(model: Any, ids: Tensor, attn: Tensor, uptos: list[int]) -> list[Tensor]:
+    """Hidden states ``(B, L, H)`` after each of the first ``uptos`` encoder layers, from one pass
+    through ``max(uptos)`` layers (a pass through fewer layers gives the same states)."""
+    top = max(uptos)
+    if uptos == [top]:
+        return [lower_states(model, ids, attn, top)]
+    base = getattr(model, model.base_model_prefix)
+    dev = next(model.parameters()).device
+    with only_layers(model, 0, top):
+        hs = base(input_ids=ids.to(dev), attention_mask=attn.to(dev), output_hidden_states=True).hidden_states
+    return [hs[u] for u in uptos]
+
+
 def build_cache(model: Any, tok: Any, windows: Tensor, folder: Path, *, upto: int, key: dict[str, Any],
                 mask_rate: float, views: int, seed: int, shard_items: int = 256,
                 encode_batch: int = 32, stop_after: int | None = None,
@@ -200,17 +225,34 @@ def build_cache(model: Any, tok: Any, windows: Tensor, folder: Path, *, upto: in
     manifest records ``key`` (and the windows' digest); a folder built for another raises
     :class:`~.mlm.IncompatibleCheckpoint`. Shards listed there are kept, all others (re)computed.
     """
-    folder.mkdir(parents=True, exist_ok=True)
-    whole = upto < n_layers(model)
-    key = {**key, "upto": upto, "whole": whole, "windows": windows_digest(windows), "n_windows": len(windows)}
-    mf = folder / MANIFEST
-    manifest = json.loads(mf.read_text()) if mf.is_file() else {"key": key, "shards": {}}
-    if manifest["key"] != key:
-        raise IncompatibleCheckpoint(f"cache {folder} was built for {manifest['key']}, not {key}: "
-                                     "move it away to build it again")
+    target = CacheTarget(folder, upto, key, upto < n_layers(model))
+    return build_caches(model, tok, windows, [target], mask_rate=mask_rate, views=views, seed=seed,
+                        shard_items=shard_items, encode_batch=encode_batch, stop_after=stop_after, log=log)
+
+
+def build_caches(model: Any, tok: Any, windows: Tensor, targets: list[CacheTarget], *, mask_rate: float,
+                 views: int, seed: int, shard_items: int = 256, encode_batch: int = 32,
+                 stop_after: int | None = None, log: Callable[[str], None] = print) -> bool:
+    """:func:`build_cache` for several caches of the same masked windows at once (the rungs of one
+    encoder: one pass through the deepest writes every shallower rung's states too). Each target's
+    folder is what :func:`build_cache` alone would write there."""
+    manifests, paths = [], []
+    for t in targets:
+        t.folder.mkdir(parents=True, exist_ok=True)
+        key = {**t.key, "upto": t.upto, "whole": t.whole, "windows": windows_digest(windows),
+               "n_windows": len(windows)}
+        mf = t.folder / MANIFEST
+        manifest = json.loads(mf.read_text()) if mf.is_file() else {"key": key, "shards": {}}
+        if manifest["key"] != key:
+            raise IncompatibleCheckpoint(f"cache {t.folder} was built for {manifest['key']}, not {key}: "
+                                         "move it away to build it again")
+        manifests.append(manifest)
+        paths.append(mf)
     n_items = len(windows) * views
     n_shards = -(-n_items // shard_items)
-    manifest.update(n_items=n_items, n_shards=n_shards)
+    for m in manifests:
+        m.update(n_items=n_items, n_shards=n_shards)
+    uptos = sorted({t.upto for t in targets})
     special = special_token_mask(tok)
     done_now, t0 = 0, time.time()
     was_training = model.training
@@ -218,41 +260,46 @@ def build_cache(model: Any, tok: Any, windows: Tensor, folder: Path, *, upto: in
     try:
         for s in range(n_shards):
             name = f"shard_{s:05d}.safetensors"
-            if name in manifest["shards"]:
+            todo = [i for i, m in enumerate(manifests) if name not in m["shards"]]
+            if not todo:
                 continue
             if stop_after is not None and done_now >= stop_after:
                 return False
             items = torch.arange(s * shard_items, min((s + 1) * shard_items, n_items))
             ids = windows[items % len(windows)].long()
             g = torch.Generator().manual_seed(seed * 1_000_003 + s)
-            inputs, pos, targets = mask_batch(ids, tok, special, mask_rate, g)
+            inputs, pos, truth = mask_batch(ids, tok, special, mask_rate, g)
             attn = (ids != tok.pad_token_id).long()
-            hs = []
+            hs: list[list[Tensor]] = [[] for _ in uptos]
             for a in range(0, len(ids), encode_batch):
                 sl = slice(a, a + encode_batch)
                 width = int(attn[sl].sum(1).max())
-                h = lower_states(model, inputs[sl, :width], attn[sl, :width], upto).cpu()
-                hs.append(torch.nn.functional.pad(h, (0, 0, 0, ids.shape[1] - width)))
-            h = torch.cat(hs).to(torch.float16)
-            out = {"pos": pos.to(torch.int32).contiguous(), "targets": targets.to(torch.int64).contiguous()}
-            if whole:
-                out.update(h=h.contiguous(), attn=attn.to(torch.int8).contiguous())
-            else:
-                out["h"] = h[pos[:, 0], pos[:, 1]].contiguous()
-            tmp = folder / (name + ".tmp")
-            save_file(out, str(tmp))
-            os.replace(tmp, folder / name)
-            manifest["shards"][name] = {"items": len(items), "sites": len(targets),
-                                        "sha256": integrity.sha256_file(folder / name)}
-            _write_json(manifest, mf)
+                for k, h in enumerate(states_at(model, inputs[sl, :width], attn[sl, :width], uptos)):
+                    hs[k].append(torch.nn.functional.pad(h.cpu(), (0, 0, 0, ids.shape[1] - width)))
+            for i in todo:
+                t, manifest = targets[i], manifests[i]
+                h = torch.cat(hs[uptos.index(t.upto)]).to(torch.float16)
+                out = {"pos": pos.to(torch.int32).contiguous(), "targets": truth.to(torch.int64).contiguous()}
+                if t.whole:
+                    out.update(h=h.contiguous(), attn=attn.to(torch.int8).contiguous())
+                else:
+                    out["h"] = h[pos[:, 0], pos[:, 1]].contiguous()
+                tmp = t.folder / (name + ".tmp")
+                save_file(out, str(tmp))
+                os.replace(tmp, t.folder / name)
+                manifest["shards"][name] = {"items": len(items), "sites": len(truth),
+                                            "sha256": integrity.sha256_file(t.folder / name)}
+                _write_json(manifest, paths[i])
             done_now += 1
-            if done_now % 10 == 0 or len(manifest["shards"]) == n_shards:
+            have = min(len(m["shards"]) for m in manifests)
+            if done_now % 10 == 0 or have == n_shards:
                 rate = (time.time() - t0) / done_now
-                log(f"cache {folder.name}: {len(manifest['shards'])}/{n_shards} shards, {rate:.1f} s/shard, "
-                    f"eta {(n_shards - len(manifest['shards'])) * rate / 60:.1f} min")
+                log(f"cache {targets[0].folder.name} x{len(targets)}: {have}/{n_shards} shards, "
+                    f"{rate:.1f} s/shard, eta {(n_shards - have) * rate / 60:.1f} min")
     finally:
         model.train(was_training)
-    _write_json(manifest, mf)
+    for m, mf in zip(manifests, paths):
+        _write_json(m, mf)
     return True
 
 
@@ -324,6 +371,49 @@ class TrainedHead(TrainedMLM):
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
+def rung_windows(s: HeadSettings, ckpt: Path, tok: Any, texts: list[str] | None = None,
+                 val_texts: list[str] | None = None) -> tuple[Tensor, Tensor]:
+    """The training windows ``(N, seq_len)`` (a seeded subset of ``s.max_windows``) and held-out
+    windows ``(s.val_windows, seq_len)`` of a run; the corpus's windows are kept in ``ckpt``."""
+    data_file = ckpt / f"windows_L{s.seq_len}_s{s.sotu_share}.pt"
+    if texts is None and data_file.is_file():
+        windows = torch.load(data_file, weights_only=True)
+    else:
+        windows = make_chunks(tok, texts if texts is not None else training_texts(s.sotu_share), s.seq_len)
+        if texts is None:
+            ckpt.mkdir(parents=True, exist_ok=True)
+            save_atomic(windows, data_file)
+    if s.max_windows is not None and s.max_windows < len(windows):
+        keep = torch.randperm(len(windows), generator=torch.Generator().manual_seed(s.seed))[:s.max_windows]
+        windows = windows[keep.sort().values]
+    val = make_chunks(tok, val_texts if val_texts is not None else heldout_texts(), s.seq_len)[:s.val_windows]
+    return windows, val
+
+
+def cache_family(s: HeadSettings, root: Path, *, device: torch.device, texts: list[str] | None = None,
+                 val_texts: list[str] | None = None, stop_after: int | None = None,
+                 log: Callable[[str], None] = print) -> bool:
+    """Fill ``root/<rung>/cache_train`` and ``cache_val`` for every rung of ``s.model``'s encoder
+    (``s`` with ``model`` set to each rung) from one pass through the deepest of them; the folders
+    are those :func:`train_head` of each rung would build. Head-only runs (``top_layers = 0``)."""
+    if s.top_layers:
+        raise ValueError(f"top_layers={s.top_layers}: a family cache holds masked sites only, allowed 0")
+    family = shipped.HEAD_LADDER[s.model][0]
+    rungs = sorted((d, r) for r, (f, d) in shipped.HEAD_LADDER.items() if f == family)
+    deepest = rungs[-1][1]
+    model, tok, _ = shipped.build(deepest, torch.Generator().manual_seed(s.seed))
+    model.to(device)
+    windows, val = rung_windows(s, root / deepest, tok, texts, val_texts)
+    log(f"{family} family {[r for _, r in rungs]}: one pass through {deepest}, {len(windows)} windows")
+    common = dict(mask_rate=s.mask_rate, shard_items=s.shard_items, encode_batch=s.encode_batch, log=log)
+    train = [CacheTarget(root / r / "cache_train", d, replace(s, model=r).cache_key(), False) for d, r in rungs]
+    if not build_caches(model, tok, windows, train, views=s.views, seed=s.seed, stop_after=stop_after, **common):
+        return False
+    held = [CacheTarget(root / r / "cache_val", d, {**replace(s, model=r).cache_key(), "val_windows": s.val_windows},
+                        False) for d, r in rungs]
+    return build_caches(model, tok, val, held, views=1, seed=s.seed + 1, **common)
+
+
 def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list[str] | None = None,
                val_texts: list[str] | None = None, stop: int | None = None, ckpt_minutes: float = 4.0,
                train: bool = True, cache_only: bool = False, cache_stop_after: int | None = None,
@@ -350,17 +440,7 @@ def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list
                              if n.startswith(prefix) and int(n[len(prefix):].split(".")[0]) >= start]
     model.to(device)
 
-    data_file = ckpt / f"windows_L{s.seq_len}_s{s.sotu_share}.pt"
-    if texts is None and data_file.is_file():
-        windows = torch.load(data_file, weights_only=True)
-    else:
-        windows = make_chunks(tok, texts if texts is not None else training_texts(s.sotu_share), s.seq_len)
-        if texts is None:
-            save_atomic(windows, data_file)
-    if s.max_windows is not None and s.max_windows < len(windows):
-        keep = torch.randperm(len(windows), generator=torch.Generator().manual_seed(s.seed))[:s.max_windows]
-        windows = windows[keep.sort().values]
-    val = make_chunks(tok, val_texts if val_texts is not None else heldout_texts(), s.seq_len)[:s.val_windows]
+    windows, val = rung_windows(s, ckpt, tok, texts, val_texts)
     log(f"{s.model}: {depth} layers, cache after layer {start}; {len(windows)} training windows x "
         f"{s.views} views, {len(val)} held-out windows")
     common = dict(upto=start, mask_rate=s.mask_rate, shard_items=s.shard_items,
