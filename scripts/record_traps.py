@@ -10,7 +10,8 @@ health, sports and food, then the exact margins of every end state), the exact l
 ``q`` of every distinct perfect trap at each temperature of ``--taus`` (``traps.leave_curve``, from the
 logits, no sampling), the temperature at which its exact dwell ``1/q`` reaches 1,000 steps
 (``traps.tau_for_dwell``), and the **dwell law** there: ``--chains`` plain random-scan chains
-started in every trap at each temperature, watched ``--steps`` steps, their first exit times
+started in every trap at each temperature (none with ``--chains 0``: the size ladder's census,
+``--out runs/04_basins-trap-ladder.json``), watched ``--steps`` steps, their first exit times
 against Geometric of their trap's exact ``q`` (``traps.dwell_law``: pooled observed over predicted
 restricted mean dwell with a bootstrap interval, and the largest survival gap against the 95%
 Kolmogorov band). Medians over traps come with 95% bootstrap intervals (``tokendyn.stats``).
@@ -54,7 +55,7 @@ def census_model(name: str, args, taus: list[float]) -> dict:
     """One model's row of the record (every number from a tokendyn function)."""
     from tokendyn import book, traps
     from tokendyn.conditional import decode
-    from tokendyn.models import n_params
+    from tokendyn.models import n_params, shipped
     from tokendyn.stats import bootstrap
 
     t_cpu, t_wall = time.process_time(), time.time()
@@ -69,11 +70,13 @@ def census_model(name: str, args, taus: list[float]) -> dict:
                          f"--min-traps {args.min_traps}: give more --starts")
     log_q = traps.leave_curve(c.logits, c.tokens, taus).cpu()                    # [T, K]
     t1000 = traps.tau_for_dwell(c.logits, c.tokens, DWELL_MARK)
-    laws = traps.dwell_law(cond, c.tokens, c.logits, taus, chains=args.chains, steps=args.steps, seed=args.seed)
+    laws = (traps.dwell_law(cond, c.tokens, c.logits, taus, chains=args.chains, steps=args.steps, seed=args.seed)
+            if args.chains else {})
     mm = c.min_margin.numpy()
     texts = decode(loaded, c.tokens.cpu())
     row = {
         "model": name, "params": int(n_params(loaded.model)), "n_tokens": args.n_tokens, "starts": len(x0),
+        "encoder": shipped.HEAD_LADDER.get(name, ("other", 0))[0], "layers": int(loaded.model.config.num_hidden_layers),
         "converged": int(c.greedy.converged.sum()), "perfect": int(c.perfect.sum()), "n_traps": K,
         "median_margin": estimate(bootstrap(mm, np.median, seed=args.seed)),
         "tau_1000": estimate(bootstrap(t1000.numpy(), np.median, seed=args.seed)),
@@ -99,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default="minilm-mlm,splade-tiny-mlm")
     ap.add_argument("--starts", type=int, default=96, help="real starts per model")
     ap.add_argument("--taus", default="0.3,0.5,1.0", help="the dwell law's temperatures")
-    ap.add_argument("--chains", type=int, default=8, help="chains started in each trap per temperature")
+    ap.add_argument("--chains", type=int, default=8,
+                    help="chains started in each trap per temperature (0: census and exact dwell only, no dwell law)")
     ap.add_argument("--steps", type=int, default=100, help="steps each dwell chain is watched")
     ap.add_argument("--n-tokens", type=int, default=16)
     ap.add_argument("--max-sweeps", type=int, default=12)
@@ -115,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     for t in taus:
         check_tau(t)
     check_range("starts", args.starts, len(START_TOPICS), 100000, integer=True)
-    check_range("chains", args.chains, 1, 100000, integer=True)
+    check_range("chains", args.chains, 0, 100000, integer=True)
     check_range("steps", args.steps, 1, 10**6, integer=True)
     check_range("n_tokens", args.n_tokens, 4, 510, integer=True)
     check_range("max_sweeps", args.max_sweeps, 1, None, integer=True)

@@ -3,6 +3,8 @@ turns a 'not reproduced' into a 'reproduced'."""
 
 import math
 
+import numpy as np
+
 import pytest
 
 from tokendyn import verdicts as V
@@ -40,13 +42,47 @@ def test_claim_2_is_an_identity():
     assert V.claim_2(1e-3).verdict == N
 
 
-def test_claim_3_needs_a_span():
+def test_claim_3_needs_a_span_and_reads_the_slope_interval():
     raw = {"a": E(0.4, 0.33, 0.48), "b": E(0.45, 0.39, 0.51)}
     assert V.claim_3(raw, {"a": 15.6e6, "b": 19.2e6}, zero_level=1e-6).verdict == P   # 1.2x: not tested
-    assert V.claim_3(raw, {"a": 15.6e6, "b": 110e6}, zero_level=1e-6).verdict == R
+    # a 7x span but no slope: persistence is not shown by an interval
+    assert V.claim_3(raw, {"a": 15.6e6, "b": 110e6}, zero_level=1e-6).verdict == P
+    # ln(110/15.6) = 1.95: a slope interval reaching -0.05 allows a fall of 0.098 < 0.2 (half of 0.4)
+    assert V.claim_3(raw, {"a": 15.6e6, "b": 110e6}, zero_level=1e-6, slope=E(0.02, -0.05, 0.09)).verdict == R
+    # a flat point whose interval allows a fall of 0.29 > 0.2: not shown to persist (no significant fall is not enough)
+    assert V.claim_3(raw, {"a": 15.6e6, "b": 110e6}, zero_level=1e-6, slope=E(0.0, -0.15, 0.15)).verdict == P
+    # a resolved but small fall still persists; a steep one does not
+    assert V.claim_3(raw, {"a": 15.6e6, "b": 110e6}, zero_level=1e-6, slope=E(-0.04, -0.06, -0.02)).verdict == R
     assert V.claim_3(raw, {"a": 15.6e6, "b": 110e6}, zero_level=1e-6, slope=E(-0.2, -0.3, -0.1)).verdict == P
     assert V.claim_3({"a": E(0.1, 0.0, 0.2), "b": raw["b"]}, {"a": 1, "b": 10}, zero_level=1e-6).verdict == N
     assert V.claim_3({"a": raw["a"]}, {"a": 1}, zero_level=1e-6).verdict == M
+
+
+def test_size_effect_words_follow_the_interval():
+    assert V.size_effect(None) == ""
+    assert "rises" in V.size_effect(E(0.1, 0.02, 0.2, 7))
+    assert "falls" in V.size_effect(E(-0.1, -0.2, -0.02, 7))
+    assert "no resolved change" in V.size_effect(E(0.1, -0.02, 0.2, 7))
+    d = {"m": E(0.45, 0.4, 0.5)}
+    assert "size: delta" in V.claim_1(d, zero_level=1e-6, size=E(0.1, -0.02, 0.2, 7)).reason
+    assert V.claim_1(d, zero_level=1e-6, size=E(0.1, -0.02, 0.2, 7)).verdict == V.claim_1(d, zero_level=1e-6).verdict
+    assert "tau_1000 rises" in V.claim_6({"m": E(5.0, 3.0, 8.0)}, size=E(0.01, 0.005, 0.02, 7)).reason
+
+
+def test_size_slope_recovers_a_known_slope_and_resamples_within_models():
+    from tokendyn.stats import size_slope
+    rng = np.random.default_rng(0)
+    n = [1e6, np.e * 1e6, np.e ** 2 * 1e6]
+    samples = [2.0 + 0.5 * k + rng.normal(0, 0.1, 400) for k in range(3)]  # +0.5 per e-fold
+    e = size_slope(n, samples, seed=1)
+    assert e.lo < 0.5 < e.hi and e.hi - e.lo < 0.05 and e.n == 3
+    assert size_slope(n, samples, seed=1) == e  # seeded
+    flat = size_slope(n, [rng.normal(0, 1, 50) for _ in range(3)], seed=1)
+    assert flat.lo < 0 < flat.hi
+    with pytest.raises(ValueError, match="n_params"):
+        size_slope([1e6], [samples[0]])
+    with pytest.raises(ValueError, match="samples"):
+        size_slope(n, [[1.0], samples[1], samples[2]])
 
 
 def test_claim_4():

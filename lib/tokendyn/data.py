@@ -202,6 +202,14 @@ def passages(topic: str, n: int = 40, seed: int = 0) -> list[str]:
     return sorted(pool, key=lambda t: _rank(t, seed))[:n]
 
 
+def interleaved_passages(topics: Sequence[str], per_topic: int = 200, *, min_words: int = 0,
+                         seed: int = 0) -> list[str]:
+    """The first ``per_topic`` :func:`passages` of each topic with at least ``min_words`` words,
+    interleaved (one of each topic in turn, as long as every topic has one): chapter 2's states."""
+    groups = [[t for t in passages(topic, per_topic, seed=seed) if len(t.split()) >= min_words] for topic in topics]
+    return [t for group in zip(*groups) for t in group]
+
+
 def msmarco_passages(n: int = 100, seed: int = 0, *, split: str = "train",
                      path: str | Path | None = None) -> list[str]:
     """MS MARCO passages, the paper's starting states, through ``datasets`` (needs the hub online).

@@ -109,6 +109,38 @@ def ratio_interval(k_a: int, n_a: int, k_b: int, n_b: int, *, n_boot: int = 2000
     return Estimate(value, float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a)), n_a + n_b, level)
 
 
+def size_slope(n_params: Sequence[float], samples: Sequence[Sequence[float] | np.ndarray],
+               stat: Callable[[np.ndarray], float] = np.mean, *, n_boot: int = 2000, level: float = 0.95,
+               seed: int = 0) -> Estimate:
+    """Slope of ``stat`` against ln(parameters) across models, with a percentile bootstrap interval.
+
+    ``n_params (R,)``: each model's parameter count; ``samples``: R 1-d samples (one model's
+    rectangles, traps, ...). The point is the least-squares slope of the R values ``stat(sample)``
+    on ``ln n_params`` (change per e-fold of parameters); each bootstrap replicate resamples every
+    model's sample with replacement, so the interval is the measurement noise of these models, not
+    the spread of all models of a size. ``n`` is R. Seeded: the same samples give the same interval.
+    """
+    x = np.log(np.asarray(n_params, dtype=np.float64))
+    ys = [np.asarray(v, dtype=np.float64).ravel() for v in samples]
+    check_range("n_boot", n_boot, 100, None, integer=True)
+    check_range("level", level, 0.0, 1.0, lo_open=True)
+    if len(ys) != len(x) or len(x) < 2 or np.ptp(x) == 0:
+        raise ValueError(f"n_params: a slope needs at least 2 distinct sizes, one sample each; got {len(x)} sizes "
+                         f"and {len(ys)} samples")
+    if min(len(v) for v in ys) < 2:
+        raise ValueError("samples: each model needs at least 2 values")
+    xc = x - x.mean()
+
+    def fit(vals: list[float]) -> float:
+        return float(np.dot(xc, np.asarray(vals) - np.mean(vals)) / np.dot(xc, xc))
+
+    rng = np.random.default_rng(seed)
+    reps = np.array([fit([stat(v[rng.integers(0, len(v), len(v))]) for v in ys]) for _ in range(n_boot)])
+    a = (1 - level) / 2
+    return Estimate(fit([stat(v) for v in ys]), float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a)),
+                    len(ys), level)
+
+
 def _quantile(q: float) -> Callable[[Any], float]:
     """A named aggregation for pandas: the ``q`` quantile of a group (linear interpolation)."""
     def agg(s: Any) -> float:

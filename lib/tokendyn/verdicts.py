@@ -61,25 +61,39 @@ def _v(rule: str, verdict: str, reason: str) -> Verdict:
 # --- Paper 1 ----------------------------------------------------------------------------------
 
 
+def size_effect(slope: Estimate | None, what: str = "delta", *, unit: str = "") -> str:
+    """How a statistic moves with model size, in words, from its :func:`~tokendyn.stats.size_slope`
+    (change per e-fold of parameters, 95% interval): *rises* or *falls* when the interval excludes
+    0, else *no resolved change*. Empty when there is no ladder (``slope`` None)."""
+    if slope is None:
+        return ""
+    way = "rises" if slope.lo > 0 else "falls" if slope.hi < 0 else "shows no resolved change"
+    return (f"size: {what} {way} with parameters, slope {slope.value:+.3g} [{slope.lo:+.3g}, {slope.hi:+.3g}]"
+            f"{unit} per e-fold over {slope.n} models")
+
+
 def claim_1(deltas: Mapping[str, Estimate], paper: tuple[float, float] = (0.64, 0.80), *,
-            zero_level: float) -> Verdict:
+            zero_level: float, size: Estimate | None = None) -> Verdict:
     """Claim 1, MLM conditionals are incompatible with mean rectangle delta in [0.64, 0.80].
 
     Statistic: each model's mean rectangle delta (model-drawn alternatives) with its bootstrap
     95% interval over rectangles. *Reproduced*: every model :func:`inside` the paper's range.
     *Partly*: every interval lies above ``zero_level`` (the float-rounding level of a compatible
     model), so the conditionals are incompatible but not by the paper's amount. Else *not
-    reproduced*. No models: *not yet measured*.
+    reproduced*. No models: *not yet measured*. ``size``: the slope of delta on ln(parameters)
+    over the size ladder; the reason then says whether size moves delta (:func:`size_effect`),
+    which the verdict does not depend on.
     """
     if not deltas:
         return _v("claim_1", NOT_MEASURED, "no model at or above the probe bar")
     ins = {m: inside(e, *paper) for m, e in deltas.items()}
+    extra = f"; {size_effect(size)}" if size is not None else ""
     if all(ins.values()):
-        return _v("claim_1", REPRODUCED, f"every interval inside [{paper[0]}, {paper[1]}]")
+        return _v("claim_1", REPRODUCED, f"every interval inside [{paper[0]}, {paper[1]}]{extra}")
     above = all(e.lo > zero_level for e in deltas.values())
     out = ", ".join(m for m, ok in ins.items() if not ok)
     return _v("claim_1", PARTLY if above else NOT,
-              f"outside [{paper[0]}, {paper[1]}]: {out}; every interval above the rounding level: {above}")
+              f"outside [{paper[0]}, {paper[1]}]: {out}; every interval above the rounding level: {above}{extra}")
 
 
 def claim_2(max_delta: float, tol: float = 1e-9) -> Verdict:
@@ -96,31 +110,38 @@ def claim_2(max_delta: float, tol: float = 1e-9) -> Verdict:
 
 
 def claim_3(raw: Mapping[str, Estimate], n_params: Mapping[str, float], *, zero_level: float,
-            min_span: float = 7.0, slope: Estimate | None = None) -> Verdict:
+            min_span: float = 7.0, slope: Estimate | None = None, max_fall: float = 0.5) -> Verdict:
     """Claim 3, incompatibility persists across model size.
 
-    Statistic: each rung's mean raw delta with its 95% interval, and the span of parameter counts
-    (largest over smallest). *Reproduced*: every interval lies above ``zero_level`` over a span of
-    at least ``min_span`` (7x), and, when a ``slope`` of delta against log parameters is given,
-    its interval does not lie wholly below zero (delta does not fall with size beyond its noise).
-    *Partly*: every interval lies above ``zero_level`` but the span is shorter than ``min_span``,
-    so persistence is seen but not tested across size. Else *not reproduced*. Fewer than two
-    rungs: *not yet measured*. The absence of a significant fall over a short span is not a
-    finding.
+    Statistic: each rung's mean raw delta with its 95% interval, the span of parameter counts
+    (largest over smallest), and ``slope``, delta's :func:`~tokendyn.stats.size_slope` on
+    ln(parameters) with its interval. The verdict comes from the slope's interval, not from the
+    absence of a significant fall: *reproduced* when every rung lies above ``zero_level`` over a
+    span of at least ``min_span`` (7x) and even the steepest fall the interval allows,
+    ``slope.lo * ln(span)``, removes less than ``max_fall`` (half) of the smallest rung's delta
+    over the span. *Partly*: every rung lies above ``zero_level``, but the span is short, there is
+    no slope, or the interval allows a larger fall (size may erode it). Else *not reproduced*.
+    Fewer than two rungs: *not yet measured*.
     """
     if len(raw) < 2:
         return _v("claim_3", NOT_MEASURED, f"{len(raw)} rung(s); the rule needs at least 2")
     above = all(e.lo > zero_level for e in raw.values())
-    sizes = [n_params[m] for m in raw]
-    span = max(sizes) / min(sizes)
-    falls = slope is not None and slope.hi < 0
+    sizes = {m: n_params[m] for m in raw}
+    span = max(sizes.values()) / min(sizes.values())
     if not above:
         return _v("claim_3", NOT, "a rung's interval reaches the rounding level")
-    if span >= min_span and not falls:
-        return _v("claim_3", REPRODUCED, f"above the rounding level over a {span:.1f}x span"
-                  + ("" if slope is None else f"; slope {slope.fmt('.2g')} not below 0"))
-    why = f"span {span:.1f}x < {min_span:g}x" if span < min_span else f"slope {slope.fmt('.2g')} below 0"
-    return _v("claim_3", PARTLY, f"above the rounding level at every rung, but {why}")
+    if span < min_span:
+        return _v("claim_3", PARTLY, f"above the rounding level at every rung, but the span {span:.1f}x < {min_span:g}x "
+                  "does not test size")
+    if slope is None:
+        return _v("claim_3", PARTLY, f"above the rounding level over a {span:.1f}x span, but no slope on size to bound a fall")
+    base = raw[min(sizes, key=sizes.get)].value
+    fall = -min(slope.lo, 0.0) * math.log(span)
+    ok = fall < max_fall * base
+    reason = (f"above the rounding level over a {span:.1f}x span; {size_effect(slope)}; the steepest fall the "
+              f"interval allows over the span is {fall:.3g}, {'under' if ok else 'not under'} "
+              f"{max_fall:g} of the smallest rung's {base:.3g}")
+    return _v("claim_3", REPRODUCED if ok else PARTLY, reason)
 
 
 def claim_4(C_top: Mapping[str, Estimate], n_lengths: int, *,
@@ -183,7 +204,7 @@ def claim_5(tau_star: Mapping[str, Sequence[Estimate]], rise: Mapping[str, float
 
 
 def claim_6(dwell_at_paper_tau: Mapping[str, Estimate], paper_tau: float = 0.5, *,
-            thousands: float = 1000.0, near: float = 100.0) -> Verdict:
+            thousands: float = 1000.0, near: float = 100.0, size: Estimate | None = None) -> Verdict:
     """Claim 6, at low temperature metastable traps hold chains for thousands of steps.
 
     Statistic: each model's median exact dwell 1/q of its distinct perfect traps at the paper's
@@ -194,7 +215,10 @@ def claim_6(dwell_at_paper_tau: Mapping[str, Estimate], paper_tau: float = 0.5, 
     exp(margin / tau): that alone is an identity, so the rule reads the paper's temperature.)
     *Reproduced*: every
     model's interval lies at or above ``thousands`` (1,000 steps). *Partly*: every model's point
-    reaches ``near`` (100 steps, within an order of magnitude). Else *not reproduced*.
+    reaches ``near`` (100 steps, within an order of magnitude). Else *not reproduced*. ``size``:
+    the slope on ln(parameters) of the temperature at which the exact dwell reaches 1,000 steps,
+    over the size ladder; the reason then says whether size moves it toward the paper's regime
+    (:func:`size_effect`), which the verdict does not depend on.
     """
     if not dwell_at_paper_tau:
         return _v("claim_6", NOT_MEASURED, "no traps")
@@ -202,6 +226,8 @@ def claim_6(dwell_at_paper_tau: Mapping[str, Estimate], paper_tau: float = 0.5, 
     near_ok = all(e.value >= near for e in dwell_at_paper_tau.values())
     worst = min(e.value for e in dwell_at_paper_tau.values())
     reason = f"median exact dwell at tau = {paper_tau:g}: smallest {worst:,.0f} steps (the rule: >= {thousands:,.0f})"
+    if size is not None:
+        reason += f"; {size_effect(size, 'tau_1000')}"
     return _v("claim_6", REPRODUCED if lo_ok else PARTLY if near_ok else NOT, reason)
 
 

@@ -1,0 +1,58 @@
+"""Figures of the size ladder (issue 26): a statistic per rung against parameters, with its fit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+__all__ = ["size_ladder"]
+
+
+def size_ladder(df: pd.DataFrame, *, bands: Mapping[str, tuple[float, float]] | None = None,
+                title: str = "") -> alt.FacetChart:
+    """One panel per statistic: each rung's value with its 95% interval against parameters (log x),
+    coloured by encoder, and the least-squares line of the values on ln(parameters) over all rungs
+    (dashed; its slope is :func:`tokendyn.stats.size_slope`'s point).
+
+    ``df`` has one row per (rung, statistic): columns ``model``, ``encoder``, ``parameters (M)``,
+    ``statistic``, ``value``, ``lo``, ``hi``. ``bands`` maps a statistic to a range drawn as an
+    orange band (the paper's).
+    """
+    need = ("model", "encoder", "parameters (M)", "statistic", "value", "lo", "hi")
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise ValueError(f"df: missing columns {missing}; needs {list(need)}")
+    stats = list(dict.fromkeys(df["statistic"]))
+    lines = []
+    for s in stats:
+        d = df[df.statistic == s]
+        x = np.log(d["parameters (M)"].to_numpy(float))
+        b, a = np.polyfit(x, d["value"].to_numpy(float), 1)
+        for p in (d["parameters (M)"].min(), d["parameters (M)"].max()):
+            lines.append({"statistic": s, "parameters (M)": float(p), "fit": float(a + b * np.log(p))})
+    band_df = pd.DataFrame([{"statistic": s, "lo": lo, "hi": hi} for s, (lo, hi) in (bands or {}).items()
+                            if s in stats], columns=["statistic", "lo", "hi"])
+    x = alt.X("parameters (M):Q", title="parameters (millions, log scale)", scale=alt.Scale(type="log", nice=False))
+    tip = ["model", "encoder", alt.Tooltip("parameters (M):Q", format=".1f"), alt.Tooltip("value:Q", format=".3f"),
+           alt.Tooltip("lo:Q", format=".3f"), alt.Tooltip("hi:Q", format=".3f")]
+    colour = alt.Color("encoder:N", title="frozen encoder")
+    charts = []
+    for s in stats:
+        d = df[df.statistic == s]
+        layers = []
+        if not band_df[band_df.statistic == s].empty:
+            layers.append(alt.Chart(band_df[band_df.statistic == s]).mark_rect(opacity=0.2, color="orange").encode(
+                y="lo:Q", y2="hi:Q"))
+        layers += [
+            alt.Chart(pd.DataFrame([r for r in lines if r["statistic"] == s])).mark_line(
+                strokeDash=[5, 3], color="gray").encode(x=x, y=alt.Y("fit:Q", title=s)),
+            alt.Chart(d).mark_rule(strokeWidth=2).encode(x=x, y="lo:Q", y2="hi:Q", color=colour),
+            alt.Chart(d).mark_point(filled=True, size=70).encode(x=x, y=alt.Y("value:Q", title=s), color=colour,
+                                                                  shape=alt.Shape("encoder:N", title="frozen encoder"),
+                                                                  tooltip=tip),
+        ]
+        charts.append(alt.layer(*layers).properties(width=230, height=200, title=s))
+    return alt.hconcat(*charts).resolve_scale(y="independent").properties(title=title)

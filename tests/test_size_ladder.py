@@ -1,0 +1,59 @@
+"""The size ladder's statistics (tokendyn.size) on rows with known answers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tokendyn import results, size
+
+
+def _row(model, params, delta, **kw):
+    return {"model": model, "params": params, "encoder": "x", "delta": list(delta), **kw}
+
+
+def test_slopes_and_estimates_read_the_rows_and_skip_undefined_items(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = [_row(f"m{k}", int(1e6 * np.e ** k), 1.0 + 0.2 * k + rng.normal(0, 0.05, 300),
+                 normalized=[None, *rng.uniform(0.4, 0.6, 50)],
+                 traps=[{"min_margin": v} for v in (0.1 * k + rng.uniform(0, 0.01, 20))]) for k in (2, 0, 1)]
+    path = results.save_rows(tmp_path / "ladder.json", rows, kind="test", command="(test)", params={}, seed=0,
+                             models=[r["model"] for r in rows])
+    got, meta = size.load_ladder(path)
+    assert [r["model"] for r in got] == ["m0", "m1", "m2"] and meta["command"] == "(test)"
+    est = size.rung_estimates(got, "delta")
+    assert est["m1"].lo < est["m1"].value < est["m1"].hi and abs(est["m1"].value - 1.2) < 0.02
+    assert len(size.values(got[0], "normalized")) == 50  # the undefined (None) item is left out
+    s = size.slope(got, "delta")
+    assert s.lo < 0.2 < s.hi and s.n == 3
+    m = size.slope(got, "traps.min_margin", np.median)
+    assert m.lo < 0.1 < m.hi
+    assert size.span(got) == pytest.approx(np.e ** 2, rel=1e-6)
+    with pytest.raises(FileNotFoundError, match="record_size_ladder"):
+        size.load_ladder(tmp_path / "none.json")
+
+
+def test_paired_quality_comparisons():
+    items = [{"text": f"s{i} [MASK] word", "answers": ["a"], "top": ["a", "b"] if i % 2 else ["word", "c"]}
+             for i in range(40)]
+    worse = [{**it, "top": ["z"]} for it in items]
+    top, copy, n = size.paired_probe(items, worse)
+    assert n == 40 and top.value == pytest.approx(0.5) and top.lo > 0
+    assert copy.value == pytest.approx(0.5)  # the even sentences' best word is "word", in the sentence
+    a = {"passage_nll": [10.0, 20.0, 15.0], "passage_tokens": [10, 10, 10]}
+    b = {"passage_nll": [20.0, 30.0, 25.0], "passage_tokens": [10, 10, 10]}
+    r = size.paired_pppl_ratio(a, b)
+    assert r.value == pytest.approx(np.exp(-1.0)) and r.hi < 1
+    with pytest.raises(ValueError, match="same passages"):
+        size.paired_pppl_ratio(a, {"passage_nll": [1.0], "passage_tokens": [1]})
+    with pytest.raises(ValueError, match="in common"):
+        size.paired_probe(items[:1], worse[:1])
+    json.dumps(top.__dict__)
+
+
+def test_probe_top5_is_the_share_of_hits():
+    items = [{"text": f"s{i}", "answers": ["a"], "top": ["a"] if i < 3 else ["b"]} for i in range(10)]
+    e = size.probe_top5(items)
+    assert e.value == pytest.approx(0.3) and e.n == 10 and e.lo < 0.3 < e.hi
