@@ -49,7 +49,7 @@ def rung_row(name: str, args: argparse.Namespace) -> dict:
     from tokendyn.data import interleaved_passages
     from tokendyn.evaluation import heldout_passages
     from tokendyn.evaluation.pseudo_ppl import pseudo_log_likelihoods
-    from tokendyn.models import n_params, shipped
+    from tokendyn.models import n_nonembedding_params, n_params, shipped
 
     t_cpu, t_wall = time.process_time(), time.time()
     loaded, cond = book.load_mlms([name])[name]
@@ -66,6 +66,7 @@ def rung_row(name: str, args: argparse.Namespace) -> dict:
         tokens.append(len(ll))
     family, layers = shipped.HEAD_LADDER.get(name, ("reference", int(loaded.model.config.num_hidden_layers)))
     return {"model": name, "encoder": family, "layers": layers, "params": int(n_params(loaded.model)),
+            "params_nonembedding": int(n_nonembedding_params(loaded.model)),
             "rung": name in shipped.HEAD_LADDER, "probe_items": ev["items"], "passage_nll": nll,
             "passage_tokens": tokens,
             "probe_top1": ev["top1"], "probe_top5": ev["top5"], "copy_rate": ev["copy_rate"],

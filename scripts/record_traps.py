@@ -55,7 +55,7 @@ def census_model(name: str, args, taus: list[float]) -> dict:
     """One model's row of the record (every number from a tokendyn function)."""
     from tokendyn import book, traps
     from tokendyn.conditional import decode
-    from tokendyn.models import n_params, shipped
+    from tokendyn.models import n_nonembedding_params, n_params, shipped
     from tokendyn.stats import bootstrap
 
     t_cpu, t_wall = time.process_time(), time.time()
@@ -75,7 +75,8 @@ def census_model(name: str, args, taus: list[float]) -> dict:
     mm = c.min_margin.numpy()
     texts = decode(loaded, c.tokens.cpu())
     row = {
-        "model": name, "params": int(n_params(loaded.model)), "n_tokens": args.n_tokens, "starts": len(x0),
+        "model": name, "params": int(n_params(loaded.model)),
+        "params_nonembedding": int(n_nonembedding_params(loaded.model)), "n_tokens": args.n_tokens, "starts": len(x0),
         "encoder": shipped.HEAD_LADDER.get(name, ("other", 0))[0], "layers": int(loaded.model.config.num_hidden_layers),
         "converged": int(c.greedy.converged.sum()), "perfect": int(c.perfect.sum()), "n_traps": K,
         "median_margin": estimate(bootstrap(mm, np.median, seed=args.seed)),

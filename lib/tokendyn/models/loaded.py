@@ -35,3 +35,10 @@ class LoadedAR:
 def n_params(model: torch.nn.Module) -> int:
     """Number of parameters of a module."""
     return sum(p.numel() for p in model.parameters())
+
+
+def n_nonembedding_params(model: torch.nn.Module) -> int:
+    """Parameters outside the embedding tables (word, position, token-type, and their LayerNorm),
+    counted once when the output decoder is tied to the word embeddings: the size measure of
+    scaling laws, which an encoder's depth changes and its vocabulary does not."""
+    return sum(p.numel() for n, p in model.named_parameters() if ".embeddings." not in f".{n}")

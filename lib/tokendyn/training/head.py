@@ -390,16 +390,29 @@ def rung_windows(s: HeadSettings, ckpt: Path, tok: Any, texts: list[str] | None 
     return windows, val
 
 
+def _finished(folder: Path) -> bool:
+    mf = folder / MANIFEST
+    if not mf.is_file():
+        return False
+    m = json.loads(mf.read_text())
+    return "n_shards" in m and len(m["shards"]) == m["n_shards"]
+
+
 def cache_family(s: HeadSettings, root: Path, *, device: torch.device, texts: list[str] | None = None,
                  val_texts: list[str] | None = None, stop_after: int | None = None,
                  log: Callable[[str], None] = print) -> bool:
     """Fill ``root/<rung>/cache_train`` and ``cache_val`` for every rung of ``s.model``'s encoder
-    (``s`` with ``model`` set to each rung) from one pass through the deepest of them; the folders
-    are those :func:`train_head` of each rung would build. Head-only runs (``top_layers = 0``)."""
+    (``s`` with ``model`` set to each rung) whose caches are not finished, from one pass through the
+    deepest of them; the folders are those :func:`train_head` of each rung would build. Head-only
+    runs (``top_layers = 0``)."""
     if s.top_layers:
         raise ValueError(f"top_layers={s.top_layers}: a family cache holds masked sites only, allowed 0")
     family = shipped.HEAD_LADDER[s.model][0]
-    rungs = sorted((d, r) for r, (f, d) in shipped.HEAD_LADDER.items() if f == family)
+    rungs = sorted((d, r) for r, (f, d) in shipped.HEAD_LADDER.items()
+                   if f == family and not (_finished(root / r / "cache_train") and _finished(root / r / "cache_val")))
+    if not rungs:
+        log(f"{family} family: every rung's cache is finished")
+        return True
     deepest = rungs[-1][1]
     model, tok, _ = shipped.build(deepest, torch.Generator().manual_seed(s.seed))
     model.to(device)
