@@ -8,8 +8,8 @@ all-mpnet-base-v2 cut to 6, 10 and all 12; one head recipe, ``scripts/train_head
 rectangles with model-drawn alternatives at tau = 1 on chapter 2's own states (``--n-tokens`` content
 tokens of real passages, the topics interleaved, ``tokendyn.data.interleaved_passages``), each
 rectangle's raw delta ``|I_i - I_j|`` and normalized delta (``tokendyn.rectangle``), the rung's
-cloze-probe items from its ``eval.json``, and its summed pseudo-log-likelihood on each held-out
-passage of that evaluation (``tokendyn.evaluation.pseudo_ppl``). ``--reference`` (``minilm-mlm``) is
+cloze-probe items from its ``eval.json``, and, for the ``--paired`` rungs, its summed
+pseudo-log-likelihood on each held-out passage of that evaluation (``tokendyn.evaluation.pseudo_ppl``). ``--reference`` (``minilm-mlm``) is
 recorded the same way, so that ``mpnet-base-mlm``'s quality is compared with it item by item. Chapter 2 bootstraps each rung's
 mean and the slope of delta on ln(parameters) (``tokendyn.stats.size_slope``) from these values.
 
@@ -60,15 +60,16 @@ def rung_row(name: str, args: argparse.Namespace) -> dict:
     nd = rectangle.normalized_delta(I_i, I_j)
     ev = json.loads((shipped.models_dir() / name / "eval.json").read_text())
     nll, tokens = [], []
-    for text in heldout_passages(ev["heldout_passages"]):  # the passages of its eval.json's pseudo-perplexity
-        ll = pseudo_log_likelihoods(loaded, text)
-        nll.append(float(-ll.double().sum()))
-        tokens.append(len(ll))
+    if name in args.paired:  # the passages of its eval.json's pseudo-perplexity, for the paired comparison
+        for text in heldout_passages(ev["heldout_passages"]):
+            ll = pseudo_log_likelihoods(loaded, text)
+            nll.append(float(-ll.double().sum()))
+            tokens.append(len(ll))
     family, layers = shipped.HEAD_LADDER.get(name, ("reference", int(loaded.model.config.num_hidden_layers)))
     return {"model": name, "encoder": family, "layers": layers, "params": int(n_params(loaded.model)),
             "params_nonembedding": int(n_nonembedding_params(loaded.model)),
-            "rung": name in shipped.HEAD_LADDER, "probe_items": ev["items"], "passage_nll": nll,
-            "passage_tokens": tokens,
+            "rung": name in shipped.HEAD_LADDER, "probe_items": ev["items"], "passage_nll": nll or None,
+            "passage_tokens": tokens or None,
             "probe_top1": ev["top1"], "probe_top5": ev["top5"], "copy_rate": ev["copy_rate"],
             "pseudo_perplexity": ev["pseudo_perplexity"], "n_rect": args.n_rect,
             "delta": [float(v) for v in (I_i - I_j).abs().tolist()],
@@ -84,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default=",".join(shipped.HEAD_LADDER), help="rungs of the head ladder")
     ap.add_argument("--reference", default="minilm-mlm",
                     help="a shipped model recorded beside the ladder, for the paired quality comparison")
+    ap.add_argument("--paired", default="mpnet-base-mlm",
+                    help="rungs whose per-passage pseudo-log-likelihoods are recorded (with --reference's)")
     ap.add_argument("--n-rect", type=int, default=512, help="rectangles per rung (model protocol)")
     ap.add_argument("--n-tokens", type=int, default=16, help="content tokens per state (chapter 2's)")
     ap.add_argument("--seed", type=int, default=0)
@@ -91,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=OUT, help="under data/")
     args = ap.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
+    args.paired = [m.strip() for m in args.paired.split(",") if m.strip()] + [args.reference]
     if not models:
         ap.error("--models: give at least one rung")
     for m in models:
@@ -105,15 +109,18 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     params = {"n_rect": args.n_rect, "n_tokens": args.n_tokens, "seed": args.seed, "topics": TOPIC_LIST,
-              "protocol": "model", "tau": 1.0}
-    key = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:12]
+              "protocol": "model", "tau": 1.0, "paired": args.paired}
+    # a rung's row does not depend on --paired, except that a paired rung needs its passages
+    key = hashlib.sha256(json.dumps({k: v for k, v in params.items() if k != "paired"},
+                                    sort_keys=True).encode()).hexdigest()[:12]
     ckpt = ROOT / "checkpoints" / "size-ladder"
     ckpt.mkdir(parents=True, exist_ok=True)
     rows, t0 = [], time.time()
     for name in models + [args.reference]:
         path = ckpt / f"{name}-{key}.json"
-        if path.is_file():
-            rows.append(json.loads(path.read_text()))
+        kept = json.loads(path.read_text()) if path.is_file() else None
+        if kept is not None and (name not in args.paired or kept["passage_nll"]):
+            rows.append(kept)
             print(f"{name}: resumed from {path.relative_to(ROOT)}", flush=True)
             continue
         row = rung_row(name, args)
@@ -126,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     from tokendyn import paths, results
 
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_size_ladder.py "
-           f"--models {','.join(models)} --reference {args.reference} --n-rect {args.n_rect} --n-tokens {args.n_tokens} --seed {args.seed}")
+           f"--models {','.join(models)} --reference {args.reference} --paired {','.join(args.paired[:-1])} --n-rect {args.n_rect} --n-tokens {args.n_tokens} --seed {args.seed}")
     out = results.save_rows(paths.data_dir() / args.out, rows, kind="rectangle delta on the size ladder", command=cmd,
                             params={**params, "models": models, "reference": args.reference}, seed=args.seed,
                             models=models + [args.reference])
