@@ -132,7 +132,7 @@ def claim_3(raw: Mapping[str, Estimate], n_params: Mapping[str, float], *, zero_
         return _v("claim_3", NOT, "a rung's interval reaches the rounding level")
     if span < min_span:
         return _v("claim_3", PARTLY, f"above the rounding level at every rung, but the span {span:.1f}x < {min_span:g}x "
-                  "does not test size")
+                  "does not test size" + (f"; {size_effect(slope)}" if slope is not None else ""))
     if slope is None:
         return _v("claim_3", PARTLY, f"above the rounding level over a {span:.1f}x span, but no slope on size to bound a fall")
     base = raw[min(sizes, key=sizes.get)].value
