@@ -72,3 +72,17 @@ def test_glauber_bench_on_a_tiny_bert(bench):
             assert 0 < step["roofline_fraction"] <= 1
     assert gs["effective_gflops"]["dense_matmul"] == gs["dense_matmul"]["ceiling_gflops"]
     assert gs["dense_matmul_size"] == gs["dense_matmul"]["shapes"]["square"][0]
+
+
+def test_the_appendix_reads_a_failed_fraction_as_a_failure():
+    from tokendyn.figures.performance import fraction_text, roofline_value, target_text
+
+    assert roofline_value({"roofline_fraction": 0.82}) == 0.82
+    assert roofline_value({"roofline_fraction": None, "roofline_failed": True}) is None
+    assert roofline_value({"roofline_fraction": 1.14}) is None  # a file from before the rule
+    assert fraction_text({"roofline_fraction": 0.8234}) == "0.82"
+    assert fraction_text({"roofline_fraction": None, "roofline_failed_reason": "no ceiling"}) == \
+        "failed measurement (no ceiling)"
+    assert "1.14" in fraction_text({"roofline_fraction": 1.14})
+    assert target_text(0.63, 0.6) == "met" and target_text(0.48, 0.6) == "not met"
+    assert target_text(None, 0.6) == "not met (failed measurement)"
