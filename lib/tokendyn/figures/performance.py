@@ -1,8 +1,11 @@
 """Figures of the sampler benchmarks (``benchmarks/results/glauber-<device>.json``): FLOP rates,
-per-round rates, scaling with length and batch, and the kernels side by side."""
+per-round rates, scaling with length and batch, and the kernels side by side; and how a roofline
+fraction reads (:func:`roofline_value`, :func:`fraction_text`, :func:`target_text`: text, not figures,
+so they stay out of ``__all__`` and the Performance appendix imports them from this module)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -69,3 +72,30 @@ def kernel_rates(kern: pd.DataFrame,
     return alt.Chart(kern_long).mark_bar().encode(
         y=alt.Y("kernel:N", title=None), x="per second:Q", color="device:N", yOffset="device:N"
     ).properties(title="Glauber step, coupled step and rectangle test on the same model", height=140)
+
+
+def roofline_value(step: Mapping[str, Any]) -> float | None:
+    """``step``'s roofline fraction (a ``glauber_step`` record or its ``bf16`` block), or None where the
+    measurement failed: ``make bench`` records null when the model ran faster than its matmul
+    reference, and a fraction above 1 in a file written before that rule is the same failure."""
+    v = step.get("roofline_fraction")
+    return None if v is None or not math.isfinite(v) or v > 1.0 else float(v)
+
+
+def fraction_text(step: Mapping[str, Any], spec: str = ".2f") -> str:
+    """``step``'s roofline fraction formatted by ``spec``, or ``"failed measurement (<reason>)"``."""
+    v = roofline_value(step)
+    if v is not None:
+        return f"{v:{spec}}"
+    raw = step.get("roofline_fraction")
+    why = step.get("roofline_failed_reason") or (
+        f"a fraction of {raw:.2f}: the matmul reference was no ceiling" if raw is not None else "no reason recorded")
+    return f"failed measurement ({why})"
+
+
+def target_text(value: float | None, target: float) -> str:
+    """``"met"`` or ``"not met"`` for ``value`` against ``target``; a failed measurement (None or
+    nan) meets no target: ``"not met (failed measurement)"``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "not met (failed measurement)"
+    return "met" if value >= target else "not met"
