@@ -57,3 +57,23 @@ def test_probe_top5_is_the_share_of_hits():
     items = [{"text": f"s{i}", "answers": ["a"], "top": ["a"] if i < 3 else ["b"]} for i in range(10)]
     e = size.probe_top5(items)
     assert e.value == pytest.approx(0.3) and e.n == 10 and e.lo < 0.3 < e.hi
+
+
+def test_ladder_figure_keeps_the_end_rungs_inside_the_axis_and_the_legend_in_table_order():
+    import pandas as pd
+
+    from tokendyn import figures
+    from tokendyn.figures import basins
+
+    df = pd.DataFrame([{"model": m, "encoder": e, "parameters (M)": p, "statistic": "raw delta",
+                        "value": v, "lo": v - 0.1, "hi": v + 0.1}
+                       for m, e, p, v in (("s", "zeta", 15.6, 0.3), ("m", "alpha", 40.0, 0.6),
+                                          ("l", "alpha", 109.5, 1.1))])
+    spec = figures.size_ladder(df).to_dict()
+    layers = spec["hconcat"][0]["layer"]
+    point = layers[-1]["encoding"]
+    lo, hi = point["x"]["scale"]["domain"]
+    assert lo < 15.6 and hi > 109.5  # an exact [min, max] domain would halve the end points
+    assert point["color"]["sort"] == ["zeta", "alpha"]  # the table's order, not alphabetical
+    traps = pd.DataFrame({"model": ["l10", "l2", "l10"], "min margin": [0.1, 0.2, 0.3]})
+    assert basins.trap_depth(traps).to_dict()["encoding"]["color"]["sort"] == ["l10", "l2"]

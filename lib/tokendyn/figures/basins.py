@@ -62,11 +62,13 @@ def arrhenius_collapse(arr: pd.DataFrame, support_size: int, n: int) -> alt.Laye
 
 
 def trap_depth(fits: pd.DataFrame) -> alt.Chart:
-    """Histogram (stacked by ``model``) of the smallest margin ``min margin`` of each trap."""
+    """Histogram (stacked by ``model``, legend in the order models first appear in ``fits``) of the
+    smallest margin ``min margin`` of each trap."""
     _need(fits, ["model", "min margin"], "fits")
     return alt.Chart(fits).mark_bar(opacity=0.8).encode(
         x=alt.X("min margin:Q", bin=alt.Bin(maxbins=20), title="smallest margin m (nats)"),
-        y=alt.Y("count():Q", title="distinct perfect traps (stacked)"), color=alt.Color("model:N", title=None),
+        y=alt.Y("count():Q", title="distinct perfect traps (stacked)"),
+        color=alt.Color("model:N", title=None, sort=list(dict.fromkeys(fits["model"]))),  # the table's order
     ).properties(title="Trap depth: the smallest margin of each perfect trap")
 
 

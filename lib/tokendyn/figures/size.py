@@ -35,10 +35,14 @@ def size_ladder(df: pd.DataFrame, *, bands: Mapping[str, tuple[float, float]] | 
             lines.append({"statistic": s, "parameters (M)": float(p), "fit": float(a + b * np.log(p))})
     band_df = pd.DataFrame([{"statistic": s, "lo": lo, "hi": hi} for s, (lo, hi) in (bands or {}).items()
                             if s in stats], columns=["statistic", "lo", "hi"])
-    x = alt.X("parameters (M):Q", title="parameters (millions, log scale)", scale=alt.Scale(type="log", nice=False))
+    # Pad the log axis by a fifth on each side: an exact [min, max] domain cuts the end rungs' points in half.
+    p_lo, p_hi = float(df["parameters (M)"].min()), float(df["parameters (M)"].max())
+    x = alt.X("parameters (M):Q", title="parameters (millions, log scale)",
+              scale=alt.Scale(type="log", nice=False, domain=[p_lo / 1.2, p_hi * 1.2]))
     tip = ["model", "encoder", alt.Tooltip("parameters (M):Q", format=".1f"), alt.Tooltip("value:Q", format=".3f"),
            alt.Tooltip("lo:Q", format=".3f"), alt.Tooltip("hi:Q", format=".3f")]
-    colour = alt.Color("encoder:N", title="frozen encoder")
+    encoders = list(dict.fromkeys(df["encoder"]))  # legend in the table's order, not alphabetical
+    colour = alt.Color("encoder:N", title="frozen encoder", sort=encoders)
     charts = []
     for s in stats:
         d = df[df.statistic == s]
@@ -51,7 +55,7 @@ def size_ladder(df: pd.DataFrame, *, bands: Mapping[str, tuple[float, float]] | 
                 strokeDash=[5, 3], color="gray").encode(x=x, y=alt.Y("fit:Q", title=s)),
             alt.Chart(d).mark_rule(strokeWidth=2).encode(x=x, y="lo:Q", y2="hi:Q", color=colour),
             alt.Chart(d).mark_point(filled=True, size=70).encode(x=x, y=alt.Y("value:Q", title=s), color=colour,
-                                                                  shape=alt.Shape("encoder:N", title="frozen encoder"),
+                                                                  shape=alt.Shape("encoder:N", title="frozen encoder", sort=encoders),
                                                                   tooltip=tip),
         ]
         charts.append(alt.layer(*layers).properties(width=230, height=200, title=s))
