@@ -171,6 +171,19 @@ def test_crossover_vs_budget_draws_above_the_grid_at_1_2_times_the_top_tau():
     assert [r["hi"] for r in rows] == [2.0, 6.0]
 
 
+def test_ratio_vs_tau_puts_each_models_mixing_rule_in_its_own_panel():
+    df = pd.DataFrame([{"model": m, "tau": t, "n": n, "T / (n ln n)": v * (2 if m == "b" else 1) * n / 8,
+                        "lo": v, "hi": v, "censored": False}
+                       for m in ("b", "a") for n in (8, 16) for t, v in ((1.0, 9.0), (5.0, 1.0))])
+    rows = _datasets(figures.ratio_vs_tau(df, blowup=3.0, top=5.0))[0]
+    levels = {(r["model"], r["n"]): r["level"] for r in rows}
+    assert levels == {("b", 8): 6.0, ("a", 8): 3.0, ("b", 16): 12.0, ("a", 16): 6.0}
+    with pytest.raises(ValueError, match="top=8"):
+        figures.ratio_vs_tau(df, blowup=3.0, top=8.0)
+    with pytest.raises(ValueError, match="missing columns"):
+        figures.ratio_vs_tau(df.drop(columns="censored"), blowup=3.0, top=5.0)
+
+
 def _deltas():
     rng = np.random.default_rng(0)
     return pd.DataFrame({"model": ["a"] * 8 + ["b"] * 8, "protocol": ["model", "uniform"] * 8,

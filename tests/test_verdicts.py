@@ -105,6 +105,16 @@ def test_claim_5():
     assert V.claim_5({"m": [E(4, 3.5, 5)]}, {"m": 0.06}).verdict == N
     # tau* set by the mixing threshold: another blowup moves it out of the band
     assert V.claim_5(good, {"m": 0.99}, by_blowup={2.0: {"m": [E(3, 3, 3.5)]}}).verdict == P
+    # size is reported, never decides
+    words = V.size_shift({8: 0.99, 16: 0.4}, {8: 0.0, 16: 0.1}, small="s", large="l")
+    assert words == ("size: tau* of l against s: n=8: higher (higher in 99%, lower in 0% of resamples); "
+                     "n=16: no resolved change (higher in 40%, lower in 10% of resamples)")
+    assert "lower (higher in 1%" in V.size_shift({8: 0.01}, {8: 0.98}, small="s", large="l")
+    sized = V.claim_5(good, {"m": 0.99}, size=words)
+    assert sized.verdict == R and sized.reason.endswith(words)
+    assert V.size_shift({}, {}, small="s", large="l") == ""
+    with pytest.raises(ValueError, match="lengths differ"):
+        V.size_shift({8: 0.5}, {16: 0.5}, small="s", large="l")
 
 
 def test_claim_6_reads_the_papers_temperature():

@@ -72,6 +72,23 @@ def size_effect(slope: Estimate | None, what: str = "delta", *, unit: str = "") 
             f"{unit} per e-fold over {slope.n} models")
 
 
+def size_shift(higher: Mapping[int, float], lower: Mapping[int, float], *, small: str, large: str,
+               what: str = "tau*", level: float = 0.975) -> str:
+    """How a statistic moves from a smaller model to a larger one, in words, where two models are
+    all the ladder there is (chapter 3's recorded runs). ``higher[n]`` and ``lower[n]`` are the
+    shares of bootstrap resamples in which the larger model's value is above (below) the smaller
+    one's at length ``n`` (:func:`tokendyn.diagnostics.rise_probability`; a grid statistic ties,
+    so the two need not sum to 1). Per length: *higher* or *lower* when its share reaches
+    ``level``, else *no resolved change*. Empty when ``higher`` is."""
+    if set(higher) != set(lower):
+        raise ValueError(f"higher and lower: lengths differ ({sorted(higher)} and {sorted(lower)})")
+    if not higher:
+        return ""
+    parts = [f"n={n}: {'higher' if higher[n] >= level else 'lower' if lower[n] >= level else 'no resolved change'}"
+             f" (higher in {higher[n]:.0%}, lower in {lower[n]:.0%} of resamples)" for n in sorted(higher)]
+    return f"size: {what} of {large} against {small}: " + "; ".join(parts)
+
+
 def claim_1(deltas: Mapping[str, Estimate], paper: tuple[float, float] = (0.64, 0.80), *,
             zero_level: float, size: Estimate | None = None) -> Verdict:
     """Claim 1, MLM conditionals are incompatible with mean rectangle delta in [0.64, 0.80].
@@ -175,7 +192,8 @@ def claim_4(C_top: Mapping[str, Estimate], n_lengths: int, *,
 
 def claim_5(tau_star: Mapping[str, Sequence[Estimate]], rise: Mapping[str, float], *,
             band: tuple[float, float] = (1.5, 2.0), rise_level: float = 0.975,
-            by_blowup: Mapping[float, Mapping[str, Sequence[Estimate]]] | None = None) -> Verdict:
+            by_blowup: Mapping[float, Mapping[str, Sequence[Estimate]]] | None = None,
+            size: str = "") -> Verdict:
     """Claim 5, the slow-to-fast crossover tau* is about 1.5-2 and rises with n.
 
     Statistics: each model's tau*(n) with its bootstrap interval over pairs (one per length), and
@@ -184,7 +202,9 @@ def claim_5(tau_star: Mapping[str, Sequence[Estimate]], rise: Mapping[str, float
     rises in at least ``rise_level`` (97.5%) of resamples, and, when ``by_blowup`` gives the same
     estimates at other mixing thresholds, some length's tau* is inside the band at every one of
     them (tau* belongs to the chain, not to the threshold). *Partly*: for every model some
-    interval meets the band, or tau* rises. Else *not reproduced*.
+    interval meets the band, or tau* rises. Else *not reproduced*. ``size``: :func:`size_shift`'s
+    words on how tau* moves between two model sizes, added to the reason; the verdict does not
+    depend on it.
     """
     if not tau_star:
         return _v("claim_5", NOT_MEASURED, "no model")
@@ -195,7 +215,8 @@ def claim_5(tau_star: Mapping[str, Sequence[Estimate]], rise: Mapping[str, float
                                       for alt in by_blowup.values() for ts in alt.values())
     reason = (f"inside {list(band)}: {sum(in_band.values())} of {len(in_band)}; rises in >= {rise_level:.1%} "
               f"of resamples: {sum(rises.values())} of {len(rises)}"
-              + ("" if by_blowup is None else f"; inside at every blowup {sorted(by_blowup)}: {robust}"))
+              + ("" if by_blowup is None else f"; inside at every blowup {sorted(by_blowup)}: {robust}")
+              + (f"; {size}" if size else ""))
     if all(in_band.values()) and all(rises.values()) and robust:
         return _v("claim_5", REPRODUCED, reason)
     if all(meets[m] or rises[m] for m in tau_star):

@@ -17,7 +17,7 @@ from .probes import cloze_scores, register_scores, scoreboard
 from .performance import flop_rates, kernel_rates, scaling_table, step_rate_rounds, step_rate_scaling
 from .rectangles import (arnold_press, delta_by_gap, delta_controls, delta_distribution, delta_intervals,
                          delta_vs_depth, delta_vs_size, delta_vs_tau, paired_deltas)
-from .scaling import crossover_vs_budget, scaling_ratios
+from .scaling import crossover_vs_budget, ratio_vs_tau, scaling_ratios
 from .sites import site_entropy
 from .size import size_ladder
 from .tube import (cliff, generation_perplexity, generator_ladder, image_rollin, residual_aim, residual_direction,
@@ -31,6 +31,6 @@ __all__ = ["residual_aim", "scoreboard", "ablation_panels", "interface_scaling",
            "stationary_laws", "survival_grid", "flop_rates", "kernel_rates", "scaling_table",
            "step_rate_rounds", "step_rate_scaling", "cloze_scores", "register_scores", "arnold_press", "delta_by_gap", "delta_controls",
            "delta_distribution", "delta_intervals", "delta_vs_depth", "delta_vs_size", "delta_vs_tau", "paired_deltas", "crossover_vs_budget",
-           "scaling_ratios", "site_entropy", "size_ladder", "cliff", "generation_perplexity", "image_rollin",
+           "scaling_ratios", "ratio_vs_tau", "site_entropy", "size_ladder", "cliff", "generation_perplexity", "image_rollin",
            "generator_ladder", "residual_direction", "rollin_flips", "terminal_flips", "terminal_intervals", "tube_mass",
            "tube_prediction"]

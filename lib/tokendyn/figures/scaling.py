@@ -8,7 +8,7 @@ import pandas as pd
 from ..diagnostics import n_log_n
 from ._style import tau_palette
 
-__all__ = ["scaling_ratios", "crossover_vs_budget"]
+__all__ = ["scaling_ratios", "crossover_vs_budget", "ratio_vs_tau"]
 
 EXACT = "uniform (exact median)"
 
@@ -72,3 +72,39 @@ def crossover_vs_budget(cross: pd.DataFrame, *, taus: list[float]) -> alt.FacetC
         # one panel per (source, model) that has data: a source x model grid leaves empty cells
         facet=alt.Facet("panel:N", title=None, sort=list(dict.fromkeys(plot["panel"]))), columns=3
     ).properties(title=f"τ* against the coupling budget (top of the axis: above the grid, > {max(taus):g})")
+
+
+def ratio_vs_tau(ratios: pd.DataFrame, *, blowup: float, top: float) -> alt.FacetChart:
+    """Median T / (n ln n) against tau (log y), one line per model, one panel per n, with 95%
+    bootstrap bars: where each model's chains slow down. A dashed rule per model marks ``blowup``
+    times its value at ``top`` (the reference tau*): a temperature whose point lies under its
+    model's rule mixes.
+
+    ``ratios`` has :func:`tokendyn.diagnostics.scaling_table`'s ratio columns (``model``, ``tau``,
+    ``n``, ``T / (n ln n)``, ``lo``, ``hi``, ``censored``; censored values already at the cap),
+    in the order the legend should take (smaller model first).
+    """
+    need = ("model", "tau", "n", "T / (n ln n)", "lo", "hi", "censored")
+    missing = [c for c in need if c not in ratios.columns]
+    if missing:
+        raise ValueError(f"ratios: missing columns {missing}; needs {list(need)}")
+    ref = ratios[ratios["tau"] == top]
+    if ref.empty:
+        raise ValueError(f"top={top:g}: no rows at that tau (taus: {sorted(set(ratios['tau']))})")
+    # The rule's level rides on every row of its (model, n): a layer with its own data is not faceted.
+    levels = ref.assign(level=ref["T / (n ln n)"] * blowup)[["model", "n", "level"]]
+    ratios = ratios.merge(levels, on=["model", "n"], how="left")
+    models = list(dict.fromkeys(ratios["model"]))
+    color = alt.Color("model:N", title=None, sort=models)
+    x = alt.X("tau:Q", title="τ")
+    y = alt.Y("T / (n ln n):Q", scale=alt.Scale(type="log"), title="median T / (n ln n)")
+    pts = alt.Chart().encode(x=x, y=y, color=color)
+    return alt.layer(
+        pts.mark_line(),
+        pts.mark_point(filled=True, size=60).encode(shape=alt.Shape("censored:N", title="censored at budget"),
+                                                     tooltip=["model", "n", "tau", alt.Tooltip("T / (n ln n):Q", format=".2f")]),
+        alt.Chart().mark_rule().encode(x=x, y="lo:Q", y2="hi:Q", color=color),
+        alt.Chart().mark_rule(strokeDash=[4, 3]).encode(y="level:Q", color=color),
+        data=ratios,
+    ).properties(width=260, height=220).facet(column=alt.Column("n:O", title="n")).properties(
+        title=f"Where the chains slow down: a point under its model's dashed rule ({blowup:g}x its value at τ = {top:g}) mixes")
