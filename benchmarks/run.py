@@ -63,6 +63,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 
 from tokendyn import __version__, devices, glauber, rectangle  # noqa: E402
 from tokendyn.checkpoint import save_json  # noqa: E402
+from tokendyn.figures.performance import fraction_text  # noqa: E402  (the appendix's wording)
 from tokendyn.conditional import MLMConditional  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -454,8 +455,8 @@ def provenance(device: str) -> dict[str, Any]:
 
 
 def _met(value: float | None, target: float) -> bool:
-    """A target is met only by a measured value at or above it (a failed measurement meets none)."""
-    return value is not None and value >= target
+    """:func:`judge`'s verdict as a flag: a failed measurement (None) meets no target."""
+    return judge(value, target)["met"] is True
 
 
 def base_size_bench(device: str, quick: bool, bf16: bool) -> dict[str, Any]:
@@ -534,22 +535,17 @@ def run_device(device: str, quick: bool) -> dict[str, Any]:
     return result
 
 
-def _fraction(step: Mapping[str, Any]) -> str:
-    """A roofline fraction for the console: the number, or why there is none."""
-    return "FAILED (above 1)" if step["roofline_failed"] else f"{step['roofline_fraction']:.2f}"
-
-
 def _summary(dev: str, label: str, gs: Mapping[str, Any]) -> None:
     """One console line for a model's (a)-(d), and one for its bf16 step when timed."""
     print(f"{dev} {label}: {json.dumps({k: round(v, 2) for k, v in gs['chain_steps_per_s'].items()})} chain-steps/s; "
           f"speedup vs (b) {gs['speedup_vs_shared_site_full_head']:.2f}x, vs (a) {gs['speedup_vs_one_chain']:.2f}x, "
-          f"roofline fraction {_fraction(gs)} of {gs['effective_gflops']['dense_matmul']:.1f} GFLOP/s "
+          f"roofline fraction {fraction_text(gs)} of {gs['effective_gflops']['dense_matmul']:.1f} GFLOP/s "
           f"(best shape: {gs['dense_matmul']['best_shape']})")
     if "bf16" in gs:
         b = gs["bf16"]
         print(f"{dev} {label} bf16: {b['chain_steps_per_s']:.1f} chain-steps/s, {b['speedup_over_fp32_ours']:.2f}x fp32 (c), "
               f"{b['speedup_vs_shared_site_full_head']:.2f}x (b), {b['speedup_vs_one_chain']:.1f}x (a); bf16 roofline "
-              f"fraction {_fraction(b)} of {b['dense_matmul_gflops']:.1f} GFLOP/s (best shape: "
+              f"fraction {fraction_text(b)} of {b['dense_matmul_gflops']:.1f} GFLOP/s (best shape: "
               f"{b['dense_matmul']['best_shape']})")
 
 
