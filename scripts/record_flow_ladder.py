@@ -40,6 +40,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
+from tokendyn.checkpoint import kept_or_computed  # noqa: E402
 from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.latent import geometry, tube  # noqa: E402
 from tokendyn.latent.contextual import LADDER_EVAL, SHIPPED_FLOW, ladder_models, load_context_latent  # noqa: E402
@@ -114,16 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, (folder, train_steps) in generators().items():
         tag = "".join(c if c.isalnum() else "-" for c in name)
         f = cache / f"{tag}-{args.windows}-{args.steps.replace(',', '_')}-{args.seed}.json"
-        if f.is_file():
-            got = json.loads(f.read_text())
-        else:
-            t0 = time.time()
-            ctx = shipped if folder is None else load_context_latent(folder)
-            got = {"rows": measure(name, ctx, steps, train_steps, x1, ref, z_eval, args.seed),
-                   "seconds": round(time.time() - t0)}
-            tmp = f.with_suffix(".tmp")
-            tmp.write_text(json.dumps(got))
-            tmp.replace(f)
+        t0 = time.time()
+        got, _ = kept_or_computed(f, lambda: {
+            "rows": measure(name, shipped if folder is None else load_context_latent(folder), steps, train_steps,
+                            x1, ref, z_eval, args.seed),
+            "seconds": round(time.time() - t0)})
         rows += got["rows"]
         seconds[name] = got["seconds"]
         print(f"{name}: flow loss {got['rows'][0]['flow_loss']:.4f} ({got['seconds']} s)", flush=True)

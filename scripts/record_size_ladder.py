@@ -21,7 +21,6 @@ under ``checkpoints/size-ladder/`` and a rerun of the same command skips it.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -35,6 +34,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
+from tokendyn.checkpoint import kept_or_computed, params_key  # noqa: E402
 from tokendyn.checks import check_choice, check_range  # noqa: E402
 from tokendyn.data import TOPICS  # noqa: E402
 
@@ -111,24 +111,15 @@ def main(argv: list[str] | None = None) -> int:
     params = {"n_rect": args.n_rect, "n_tokens": args.n_tokens, "seed": args.seed, "topics": TOPIC_LIST,
               "protocol": "model", "tau": 1.0, "paired": args.paired}
     # a rung's row does not depend on --paired, except that a paired rung needs its passages
-    key = hashlib.sha256(json.dumps({k: v for k, v in params.items() if k != "paired"},
-                                    sort_keys=True).encode()).hexdigest()[:12]
-    ckpt = ROOT / "checkpoints" / "size-ladder"
-    ckpt.mkdir(parents=True, exist_ok=True)
+    key = params_key(params, ignore=("paired",))
     rows, t0 = [], time.time()
     for name in models + [args.reference]:
-        path = ckpt / f"{name}-{key}.json"
-        kept = json.loads(path.read_text()) if path.is_file() else None
-        if kept is not None and (name not in args.paired or kept["passage_nll"]):
-            rows.append(kept)
-            print(f"{name}: resumed from {path.relative_to(ROOT)}", flush=True)
-            continue
-        row = rung_row(name, args)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(row))
-        tmp.replace(path)
+        path = ROOT / "checkpoints" / "size-ladder" / f"{name}-{key}.json"
+        row, resumed = kept_or_computed(path, lambda: rung_row(name, args),
+                                        accept=lambda kept: name not in args.paired or bool(kept["passage_nll"]))
         rows.append(row)
-        print(f"{name}: {row['params'] / 1e6:.1f}M, mean delta {sum(row['delta']) / len(row['delta']):.3f}, "
+        print(f"{name}: resumed from {path.relative_to(ROOT)}" if resumed else
+              f"{name}: {row['params'] / 1e6:.1f}M, mean delta {sum(row['delta']) / len(row['delta']):.3f}, "
               f"{row['cpu_seconds']:.0f} s CPU", flush=True)
     from tokendyn import paths, results
 

@@ -25,7 +25,6 @@ fewer than ``--min-traps`` distinct perfect traps fails the run (give more ``--s
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -39,6 +38,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from tokendyn.checkpoint import kept_or_computed, params_key  # noqa: E402
 from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.glauber import check_tau  # noqa: E402
 
@@ -131,23 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_grad_enabled(False)
     params = {k: v for k, v in vars(args).items() if k not in ("out", "models", "taus")}
     params.update(models=models, taus=taus, start_topics=START_TOPICS, dwell_mark=DWELL_MARK)
-    key = hashlib.sha256(json.dumps({k: v for k, v in params.items() if k not in ("models", "threads")},
-                                    sort_keys=True).encode()).hexdigest()[:12]
-    ckpt = ROOT / "checkpoints" / "traps"
-    ckpt.mkdir(parents=True, exist_ok=True)
+    key = params_key(params, ignore=("models", "threads"))
     rows, t0 = [], time.time()
     for name in models:
-        path = ckpt / f"{name.replace('/', '_')}-{key}.json"
-        if path.is_file():
-            rows.append(json.loads(path.read_text()))
-            print(f"{name}: resumed from {path.relative_to(ROOT)}", flush=True)
-            continue
-        row = census_model(name, args, taus)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(row))
-        tmp.replace(path)
+        path = ROOT / "checkpoints" / "traps" / f"{name.replace('/', '_')}-{key}.json"
+        row, resumed = kept_or_computed(path, lambda: census_model(name, args, taus))
         rows.append(row)
-        print(f"{name}: done in {row['cpu_seconds']:.0f} s CPU ({row['wall_seconds']:.0f} s wall)", flush=True)
+        print(f"{name}: resumed from {path.relative_to(ROOT)}" if resumed else
+              f"{name}: done in {row['cpu_seconds']:.0f} s CPU ({row['wall_seconds']:.0f} s wall)", flush=True)
     from tokendyn import paths, results
 
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_traps.py --models {','.join(models)} "

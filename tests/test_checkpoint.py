@@ -1,5 +1,6 @@
 """Checkpoint round trips, atomic writes and resume-by-fingerprint."""
 
+import json
 import copy
 import os
 
@@ -187,3 +188,29 @@ def test_fingerprint_sees_every_element_of_a_tensor():
     other = big.clone()
     other[1000] = 1  # str() of both tensors is the same truncated "tensor([0., 0., ..., 0.])"
     assert checkpoint.fingerprint({"x": big}) != checkpoint.fingerprint({"x": other})
+
+
+def test_kept_or_computed_resumes_a_unit_and_recomputes_one_it_refuses(tmp_path):
+    from tokendyn.checkpoint import kept_or_computed, params_key
+
+    calls = []
+    path = tmp_path / "units" / "a.json"
+
+    def compute():
+        calls.append(1)
+        return {"row": len(calls)}
+
+    assert kept_or_computed(path, compute) == ({"row": 1}, False)
+    assert kept_or_computed(path, compute) == ({"row": 1}, True) and len(calls) == 1  # kept, not recomputed
+    got, resumed = kept_or_computed(path, compute, accept=lambda kept: kept["row"] > 1)
+    assert (got, resumed, len(calls)) == ({"row": 2}, False, 2)  # refused, recomputed and rewritten
+    assert json.loads(path.read_text()) == {"row": 2} and not list(path.parent.glob("*.tmp"))
+
+    def killed():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        kept_or_computed(tmp_path / "b.json", killed)
+    assert not (tmp_path / "b.json").exists()  # a killed unit leaves nothing to resume
+    assert params_key({"a": 1, "b": 2}) == params_key({"b": 2, "a": 1}) != params_key({"a": 1, "b": 3})
+    assert params_key({"a": 1, "threads": 2}, ignore=("threads",)) == params_key({"a": 1, "threads": 8}, ignore=("threads",))

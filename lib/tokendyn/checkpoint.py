@@ -40,8 +40,8 @@ from safetensors.torch import save_file
 
 from .checks import check_choice
 
-__all__ = ["save_tensors", "load_tensors", "save_json", "load_json", "fingerprint",
-           "model_fingerprint", "CheckpointError", "Store"]
+__all__ = ["save_tensors", "load_tensors", "save_json", "load_json", "kept_or_computed", "params_key",
+           "fingerprint", "model_fingerprint", "CheckpointError", "Store"]
 
 _META_KEY = "tokendyn_meta"
 _SUM_KEY = "tokendyn_sha256"
@@ -147,6 +147,28 @@ def save_json(path: str | Path, obj: Any) -> Path:
 def load_json(path: str | Path) -> Any:
     """Read a JSON document."""
     return json.loads(Path(path).read_text())
+
+
+def kept_or_computed(path: str | Path, compute: Callable[[], Any], *,
+                     accept: Callable[[Any], bool] | None = None) -> tuple[Any, bool]:
+    """One unit of a resumable recorded run (a model's row): the JSON kept at ``path`` when it is
+    there and ``accept`` takes it, else ``compute()``, written atomically before it is returned,
+    so a killed run loses only the unit it was in. Returns ``(value, resumed)``."""
+    path = Path(path)
+    if path.is_file():
+        kept = load_json(path)
+        if accept is None or accept(kept):
+            return kept, True
+    value = compute()
+    _atomic_write(path, lambda p: p.write_text(json.dumps(value)))
+    return value, False
+
+
+def params_key(params: Mapping[str, Any], *, ignore: tuple[str, ...] = ()) -> str:
+    """12 hex digits naming a run's parameters (less ``ignore``): units kept under another key
+    belong to another run and are never resumed into this one."""
+    kept = {k: v for k, v in params.items() if k not in ignore}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def _canon_default(x: Any) -> Any:
