@@ -203,6 +203,8 @@ def states_at(model: Any, ids: Tensor, attn: Tensor, uptos: list[int]) -> list[T
     through ``max(uptos)`` layers (a pass through fewer layers gives the same states)."""
     top = max(uptos)
     if uptos == [top]:
+        # Not only faster: transformers 5 records hidden states by hooks on the layers, so a pass
+        # through no layers (upto 0: the embeddings) returns none.
         return [lower_states(model, ids, attn, top)]
     base = getattr(model, model.base_model_prefix)
     dev = next(model.parameters()).device
@@ -307,7 +309,7 @@ def load_cache(folder: Path) -> CachedStates:
     """Every shard of a finished cache (each checked against the SHA-256 its manifest records),
     concatenated in item order."""
     manifest = json.loads((folder / MANIFEST).read_text())
-    names = [f"shard_{s:05d}.safetensors" for s in range(manifest["n_shards"])]
+    names = _shard_names(manifest)
     missing = [n for n in names if n not in manifest["shards"]]
     if missing:
         raise FileNotFoundError(f"cache {folder} is unfinished ({len(missing)} shards to go): build it first")
@@ -390,12 +392,17 @@ def rung_windows(s: HeadSettings, ckpt: Path, tok: Any, texts: list[str] | None 
     return windows, val
 
 
+def _shard_names(manifest: dict[str, Any]) -> list[str]:
+    return [f"shard_{s:05d}.safetensors" for s in range(manifest["n_shards"])]
+
+
 def _finished(folder: Path) -> bool:
+    """Whether ``folder`` holds a finished cache: every shard :func:`load_cache` reads is recorded."""
     mf = folder / MANIFEST
     if not mf.is_file():
         return False
     m = json.loads(mf.read_text())
-    return "n_shards" in m and len(m["shards"]) == m["n_shards"]
+    return "n_shards" in m and all(n in m["shards"] for n in _shard_names(m))
 
 
 def cache_family(s: HeadSettings, root: Path, *, device: torch.device, texts: list[str] | None = None,
