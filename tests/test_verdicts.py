@@ -107,9 +107,10 @@ def test_claim_5():
     assert V.claim_5(good, {"m": 0.99}, by_blowup={2.0: {"m": [E(3, 3, 3.5)]}}).verdict == P
     # size is reported, never decides
     words = V.size_shift({8: 0.99, 16: 0.4}, {8: 0.0, 16: 0.1}, small="s", large="l")
-    assert words == ("size: tau* of l against s: n=8: higher (higher in 99%, lower in 0% of resamples); "
-                     "n=16: no resolved change (higher in 40%, lower in 10% of resamples)")
-    assert "lower (higher in 1%" in V.size_shift({8: 0.01}, {8: 0.98}, small="s", large="l")
+    assert words == ("size: tau* of l against s: n=8: higher (higher in 99.0%, lower in 0.0% of resamples); "
+                     "n=16: no resolved change (higher in 40.0%, lower in 10.0% of resamples)")
+    assert "lower (higher in 1.0%" in V.size_shift({8: 0.01}, {8: 0.98}, small="s", large="l")
+    assert "n=8: no resolved change (higher in 97.4%" in V.size_shift({8: 0.974}, {8: 0.0}, small="s", large="l")
     sized = V.claim_5(good, {"m": 0.99}, size=words)
     assert sized.verdict == R and sized.reason.endswith(words)
     assert V.size_shift({}, {}, small="s", large="l") == ""

@@ -85,7 +85,7 @@ def size_shift(higher: Mapping[int, float], lower: Mapping[int, float], *, small
     if not higher:
         return ""
     parts = [f"n={n}: {'higher' if higher[n] >= level else 'lower' if lower[n] >= level else 'no resolved change'}"
-             f" (higher in {higher[n]:.0%}, lower in {lower[n]:.0%} of resamples)" for n in sorted(higher)]
+             f" (higher in {higher[n]:.1%}, lower in {lower[n]:.1%} of resamples)" for n in sorted(higher)]
     return f"size: {what} of {large} against {small}: " + "; ".join(parts)
 
 
