@@ -166,7 +166,9 @@ def test_scaling_ratios_adds_the_exact_uniform_median_to_every_panel():
 def test_crossover_vs_budget_draws_above_the_grid_at_1_2_times_the_top_tau():
     cross = pd.DataFrame({"model": ["a"] * 2, "source": ["live"] * 2, "n": [8, 16], "budget_factor": [2.0, 2.0],
                           "tau_star": [1.5, np.nan], "lo": [1.0, 3.0], "hi": [2.0, np.inf]})
-    rows = _datasets(figures.crossover_vs_budget(cross, taus=[1.0, 5.0]))[0]
+    chart = figures.crossover_vs_budget(cross, taus=[1.0, 5.0])
+    rows = _datasets(chart)[0]
+    assert chart.to_dict()["resolve"] == {"axis": {"x": "independent"}}  # no axis under an empty wrapped cell
     assert [r["tau_star"] for r in rows] == [1.5, 6.0]
     assert [r["hi"] for r in rows] == [2.0, 6.0]
 

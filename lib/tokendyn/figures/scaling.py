@@ -71,7 +71,9 @@ def crossover_vs_budget(cross: pd.DataFrame, *, taus: list[float]) -> alt.FacetC
     ).properties(width=190, height=180).facet(
         # one panel per (source, model) that has data: a source x model grid leaves empty cells
         facet=alt.Facet("panel:N", title=None, sort=list(dict.fromkeys(plot["panel"]))), columns=3
-    ).properties(title=f"τ* against the coupling budget (top of the axis: above the grid, > {max(taus):g})")
+    # each panel its own x axis: a shared one is drawn under every column of the last row, empty or not
+    ).resolve_axis(x="independent").properties(
+        title=f"τ* against the coupling budget (top of the axis: above the grid, > {max(taus):g})")
 
 
 def ratio_vs_tau(ratios: pd.DataFrame, *, blowup: float, top: float) -> alt.FacetChart:
