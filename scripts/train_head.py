@@ -8,7 +8,9 @@ The command line of :mod:`tokendyn.training.head`. ``--model`` is a rung of
 4, 6 layers), ``ladder-mpnet-l6`` and ``mpnet-base-mlm`` (all-mpnet-base-v2 cut to 6, all 12; run
 ``bash scripts/fetch_mpnet.sh`` first). The corpus is masked and run through the frozen encoder
 once; its hidden states go to ``checkpoints/<model>/cache_train/`` (safetensors shards and a
-manifest), and then only the head (``--top-layers K``: and the top K layers) trains on them.
+manifest), and then only the head (``--top-layers K``: and the top K layers) trains on them. For
+MiniLM rungs a stage 0 first trains the ``[MASK]`` embedding row through the frozen encoder
+(``--mask-row-steps``; all-MiniLM-L6-v2 never saw a mask token), and the row ships with the head.
 Rerunning the same command resumes: a killed cache keeps every finished shard, a killed training
 run resumes from ``checkpoints/<model>/head.pt`` (written every ``--ckpt-minutes``). ``--export``
 writes ``data/models/<model>/`` (fp16 head, model.json, tokenizer, README, SHA256SUMS) and
@@ -32,7 +34,7 @@ import torch  # noqa: E402
 
 from tokendyn.checks import check_choice, check_range  # noqa: E402
 from tokendyn.models import shipped  # noqa: E402
-from tokendyn.training.head import HeadSettings, cache_family, export_head, train_head  # noqa: E402
+from tokendyn.training.head import MASK_ROW_STEPS, HeadSettings, cache_family, export_head, train_head  # noqa: E402
 from tokendyn.training.loop import start_run  # noqa: E402
 from tokendyn.training.mlm import IncompatibleCheckpoint  # noqa: E402
 
@@ -55,6 +57,8 @@ def command(args: argparse.Namespace, step: int) -> str:
               "sotu_share", "seed", "max_windows", "val_windows", "shard_items"):
         if getattr(args, k) != getattr(DEFAULTS, k):
             opts.append(f"--{k.replace('_', '-')} {getattr(args, k)}")
+    if args.mask_row_steps != MASK_ROW_STEPS[shipped.HEAD_LADDER[args.model][0]]:
+        opts.append(f"--mask-row-steps {args.mask_row_steps}")
     if step < args.steps:
         opts.append(f"--stop-at {step}")
     if args.threads != 1:  # float sums depend on the thread count: a bit-identical rerun needs it
@@ -85,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="masked windows per cache shard (what a killed cache can lose at most)")
     ap.add_argument("--encode-batch", type=int, default=DEFAULTS.encode_batch,
                     help="windows per encoder pass while caching (changes no result)")
+    ap.add_argument("--mask-row-steps", type=int, default=None,
+                    help="stage 0: steps that train the mask token's embedding row through the frozen encoder "
+                         "before caching (default: the family's, tokendyn.training.head.MASK_ROW_STEPS)")
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda")
     ap.add_argument("--threads", type=int, default=1,
                     help="CPU threads (1 is fastest when the 2 cores are shared)")
@@ -107,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     check_range("views", args.views, 1, None, integer=True)
     check_range("sotu_share", args.sotu_share, 0, 0.9)
     check_choice("device", args.device, ("auto", "cpu", "cuda"))
+    if args.mask_row_steps is None:
+        args.mask_row_steps = MASK_ROW_STEPS[shipped.HEAD_LADDER[args.model][0]]
+    check_range("mask_row_steps", args.mask_row_steps, 0, None, integer=True)
     if args.max_windows is not None:
         check_range("max_windows", args.max_windows, 1, None, integer=True)
 

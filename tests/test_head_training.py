@@ -122,6 +122,51 @@ def test_top_layers_train_on_cached_whole_windows(tiny_assets, tmp_path):
     assert run.history[-1]["val_loss"] < head.cached_loss(untrained, val, 10)
 
 
+def test_stage_0_trains_only_the_mask_row_resumes_bit_for_bit_and_the_row_ships(tiny_assets, tmp_path):
+    """A rung with ``mask_row_steps``: stage 0 moves the mask token's embedding row and nothing else
+    (its throwaway head is put back fresh), a killed stage 0 resumes to the same row, and the row
+    is exported beside the head and applied on load."""
+    from tokendyn.training.corpus import make_chunks
+
+    s = _settings(mask_row_steps=8, steps=6)
+    fresh_model, tok, _ = shipped.build("mpnet-base-mlm", torch.Generator().manual_seed(0))
+    fresh = {n: p.detach().clone() for n, p in fresh_model.named_parameters()}
+    windows = make_chunks(tok, TEXTS, s.seq_len)
+    row = tok.mask_token_id
+    quiet = dict(ckpt_minutes=1e9, log=lambda m: None)
+
+    straight = shipped.build("mpnet-base-mlm", torch.Generator().manual_seed(0))[0]
+    assert head.train_mask_row(straight, tok, windows, s, tmp_path / "straight", **quiet)
+    killed = shipped.build("mpnet-base-mlm", torch.Generator().manual_seed(0))[0]
+    assert not head.train_mask_row(killed, tok, windows, s, tmp_path / "killed", stop=3, **quiet)
+    resumed = shipped.build("mpnet-base-mlm", torch.Generator().manual_seed(0))[0]  # a new process
+    assert head.train_mask_row(resumed, tok, windows, s, tmp_path / "killed", **quiet)
+
+    emb = "mpnet.embeddings.word_embeddings.weight"
+    got, want = dict(resumed.named_parameters()), dict(straight.named_parameters())
+    for n, p in want.items():
+        assert torch.equal(got[n], p), n  # resumed == uninterrupted, bit for bit
+        if n == emb:
+            others = torch.arange(len(p)) != row
+            assert torch.equal(p[others], fresh[n][others])  # every other row (and the tied decoder) kept
+            assert not torch.allclose(p[row], fresh[n][row])  # the mask row moved
+        else:
+            assert torch.equal(p, fresh[n]), n  # encoder frozen, head put back fresh
+    # the recipe: stage 0, then the cached head; the row ships with the head and comes back on load
+    run = _run(s, tmp_path / "ck")
+    assert run.trainable == shipped.head_names(run.model) + [f"{emb}[{row}]"]
+    assert json.loads((tmp_path / "ck" / "cache_train" / head.MANIFEST).read_text())["key"]["mask_row_steps"] == 8
+    head.export_head(run, s, command="(test)", hardware="test", eval_passages=2, log=lambda m: None)
+    meta = json.loads((shipped.models_dir() / "mpnet-base-mlm" / "model.json").read_text())
+    assert meta["training"]["mask_row_steps"] == 8
+    assert meta["n_shipped_params"] == sum(p.numel() for n, p in run.model.named_parameters()
+                                           if n in shipped.head_names(run.model)) + fresh[emb].shape[1]
+    back = shipped.load_shipped("mpnet-base-mlm").model.get_input_embeddings().weight
+    assert torch.equal(back[row], want[emb][row].detach().half().float())
+    with pytest.raises(ValueError, match="mask_row_steps=8"):
+        head.cache_family(s, tmp_path / "fam", device=torch.device("cpu"), texts=TEXTS, val_texts=VAL)
+
+
 def test_the_loader_names_what_to_run_and_refuses_damaged_or_impossible_requests(tiny_assets, tmp_path,
                                                                               monkeypatch):
     model, tok = mpnet.load_mpnet_encoder(6, generator=torch.Generator().manual_seed(1))

@@ -392,7 +392,9 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
                     if fam == "minilm" else
                     f"all-mpnet-base-v2's {'first ' + str(d) if d < 12 else 'all 12'} layers (MPNet, 768 "
                     "hidden, lowercasing 30,527 WordPiece), ")
-             + "frozen, + an MLM head trained on its cached hidden states: issue 26's size ladder", 0)
+             + ("frozen but for its [MASK] embedding row (trained first: the package never saw a mask token), "
+                if fam == "minilm" else "frozen, ")
+             + "+ an MLM head trained on its cached hidden states: issue 26's size ladder", 0)
       for name, (fam, d) in HEAD_LADDER.items()),
 )}
 

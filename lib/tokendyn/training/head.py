@@ -27,9 +27,12 @@ Every rung of :data:`tokendyn.models.shipped.HEAD_LADDER` (MiniLM cut to 2, 3, 4
    :func:`tokendyn.evaluation.evaluate` (cloze probe, pseudo-perplexity on held-out passages) into
    ``eval.json``.
 
-What the cache cannot do: the input side stays as the package left it (the mask embedding row
-that :mod:`.mlm` trains for MiniLM is frozen here; all-mpnet-base-v2's ``<mask>`` row was trained
-in MPNet's pre-training), and each window is seen under ``views`` fixed maskings only.
+What the cache cannot do: train the input side, and each window is seen under ``views`` fixed
+maskings only. The one input that matters is the mask token's embedding row: all-mpnet-base-v2's was
+trained in MPNet's pre-training, all-MiniLM-L6-v2's never (a head on its frozen states reads nothing
+at a masked site). So MiniLM rungs first run *stage 0* (:func:`train_mask_row`,
+:data:`MASK_ROW_STEPS`): the row, and a throwaway head, trained by back-propagating through the
+frozen encoder; the learned row then feeds the cache and ships with the head.
 ``scripts/train_head.py`` is its command line.
 """
 
@@ -52,6 +55,7 @@ from torch import Tensor
 from .. import integrity
 from ..evaluation import PROBE_FILE, cloze_probe, evaluate, head_logits, is_heldout
 from ..models import shipped
+from ..models.shipped import head_names
 from ..paths import data_dir
 from .corpus import make_chunks, training_texts
 from .loop import Progress, save_atomic
@@ -82,6 +86,7 @@ class HeadSettings:
     val_windows: int = 512  # held-out windows in the validation cache
     shard_items: int = 256  # masked windows per cache shard
     encode_batch: int = 32  # windows per encoder forward pass while caching
+    mask_row_steps: int = 0  # stage 0 (:func:`train_mask_row`): steps that train the mask token's row first
 
     @property
     def decay(self) -> int:
@@ -90,8 +95,11 @@ class HeadSettings:
 
     def cache_key(self) -> dict[str, Any]:
         """The settings the training cache depends on (the validation cache adds ``val_windows``)."""
-        return {k: getattr(self, k) for k in ("model", "top_layers", "seq_len", "mask_rate", "views",
-                                               "sotu_share", "seed", "max_windows", "shard_items")}
+        key = {k: getattr(self, k) for k in ("model", "top_layers", "seq_len", "mask_rate", "views",
+                                              "sotu_share", "seed", "max_windows", "shard_items")}
+        if self.mask_row_steps:  # the states depend on the learned row (absent: the caches built before it)
+            key["mask_row_steps"] = self.mask_row_steps
+        return key
 
     def fixed(self) -> dict[str, Any]:
         """The settings a checkpoint is bound to: all but ``steps`` and ``decay_frac`` (a run in its
@@ -414,6 +422,9 @@ def cache_family(s: HeadSettings, root: Path, *, device: torch.device, texts: li
     runs (``top_layers = 0``)."""
     if s.top_layers:
         raise ValueError(f"top_layers={s.top_layers}: a family cache holds masked sites only, allowed 0")
+    if s.mask_row_steps:
+        raise ValueError(f"mask_row_steps={s.mask_row_steps}: each rung learns its own mask row, so its states "
+                         "come from its own pass; a family cache needs 0")
     family = shipped.HEAD_LADDER[s.model][0]
     rungs = sorted((d, r) for r, (f, d) in shipped.HEAD_LADDER.items()
                    if f == family and not (_finished(root / r / "cache_train") and _finished(root / r / "cache_val")))
@@ -432,6 +443,89 @@ def cache_family(s: HeadSettings, root: Path, *, device: torch.device, texts: li
     held = [CacheTarget(root / r / "cache_val", d, {**replace(s, model=r).cache_key(), "val_windows": s.val_windows},
                         False) for d, r in rungs]
     return build_caches(model, tok, val, held, views=1, seed=s.seed + 1, **common)
+
+
+MASK_ROW_STEPS = {"minilm": 300, "mpnet": 0}
+"""Stage-0 steps per encoder family. all-MiniLM-L6-v2's pre-training (attention distillation, then
+sentence pairs) never fed it a mask token, so its ``[MASK]`` row is as initialised (norm 0.24
+against a median row's 1.1) and a head on frozen states reads nothing at a masked site (probe
+top-5 0.00 at every depth without stage 0). MPNet was pre-trained with masks: its row is kept."""
+
+MASK_ROW_CHECKPOINT = "mask_row.pt"
+MASK_ROW_LR = 3e-3  # stage 0's head rate; the row takes 5x (``make_optimizer``'s row group)
+
+
+def mask_row_name(model: Any, tok: Any) -> str:
+    """The shipped name of the mask token's embedding row: ``"<prefix>.embeddings.word_embeddings.weight[id]"``."""
+    return f"{model.base_model_prefix}.embeddings.word_embeddings.weight[{tok.mask_token_id}]"
+
+
+def train_mask_row(model: Any, tok: Any, windows: Tensor, s: HeadSettings, ckpt: Path, *,
+                   stop: int | None = None, ckpt_minutes: float = 4.0,
+                   log: Callable[[str], None] = print) -> bool:
+    """Stage 0: train the mask token's embedding row of ``model`` in place, by back-propagating
+    through the frozen encoder, with a throwaway head trained beside it; afterwards the head is
+    put back as it was (fresh), so stage 1 trains it exactly as for a rung without stage 0.
+
+    ``s.mask_row_steps`` steps of ``s.batch`` windows from ``windows (N, L)`` (drawn and masked
+    by generators seeded from ``s.seed`` and the step, so a resumed run takes the same batches),
+    lr :data:`MASK_ROW_LR` on the head and 5x on the row, warmup 20, linear decay over the last
+    20%. Resumes from ``ckpt/mask_row.pt``; a finished one is only loaded. ``stop`` ends the
+    call at that step (as a kill would, after a checkpoint); returns whether stage 0 is finished."""
+    from types import SimpleNamespace
+
+    steps = s.mask_row_steps
+    row_name = mask_row_name(model, tok)
+    heads = head_names(model)
+    fresh = {n: p.detach().clone() for n, p in model.named_parameters() if n in heads}
+    names, rows = set_trainable(model, heads + [row_name])
+    params = [p for n, p in model.named_parameters() if n in names]
+    opt = make_optimizer(model, names, rows, MASK_ROW_LR)
+    sched = SimpleNamespace(lr=MASK_ROW_LR, steps=steps, warmup=min(20, steps // 5), decay=max(1, steps // 5))
+    fixed = {"model": s.model, "seed": s.seed, "batch": s.batch, "seq_len": s.seq_len, "mask_rate": s.mask_rate,
+             "lr": MASK_ROW_LR, "windows": windows_digest(windows)}
+    ckpt.mkdir(parents=True, exist_ok=True)
+    path = ckpt / MASK_ROW_CHECKPOINT
+    progress = Progress()
+    if path.is_file():
+        state = torch.load(path, weights_only=True)
+        check_resumable(state, path, fixed, steps, sched.decay)
+        model.load_state_dict(state["model"], strict=False)
+        opt.load_state_dict(state["opt"])
+        progress = Progress(step=state["step"], elapsed=state["elapsed"], losses=list(state["losses"]))
+    special = special_token_mask(tok)
+    base = getattr(model, model.base_model_prefix)
+    dev = next(model.parameters()).device
+
+    def loss_at(step: int) -> Tensor:
+        g = torch.Generator().manual_seed(s.seed * 1_000_003 + 7 * step + 5)
+        ids = windows[torch.randint(len(windows), (s.batch,), generator=g)].long()
+        inputs, pos, truth = mask_batch(ids, tok, special, s.mask_rate, g)
+        attn = (ids != tok.pad_token_id).long()
+        h = base(input_ids=inputs.to(dev), attention_mask=attn.to(dev)).last_hidden_state
+        logits = head_logits(model, h[pos[:, 0].to(dev), pos[:, 1].to(dev)])
+        return torch.nn.functional.cross_entropy(logits.float(), truth.to(dev))
+
+    def save(p: Progress) -> None:
+        tsd = {n: q.detach().cpu() for n, q in model.named_parameters() if n in names}
+        save_atomic({"fixed": fixed, "steps": steps, "decay": sched.decay, "step": p.step, "elapsed": p.elapsed,
+                     "losses": p.losses, "model": tsd, "opt": opt.state_dict()}, path)
+        log(f"stage 0 checkpoint step {p.step}: mask row norm "
+            f"{float(model.get_input_embeddings().weight[tok.mask_token_id].detach().norm()):.3f}")
+
+    if progress.step < steps:
+        log(f"stage 0: the mask row of {s.model}, {steps} steps x {s.batch} windows through the frozen encoder")
+        model.eval()  # no dropout: stage 1 caches eval-mode states, and a resumed run draws nothing unseeded
+        run_schedule(opt, loss_at, sched, params=params, stop=stop, progress=progress, save=save,
+                     ckpt_minutes=ckpt_minutes, log=log)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n in fresh:
+                p.copy_(fresh[n])
+    for p in model.parameters():
+        p.requires_grad_(True)
+    model.eval()
+    return progress.step >= steps
 
 
 def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list[str] | None = None,
@@ -461,6 +555,10 @@ def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list
     model.to(device)
 
     windows, val = rung_windows(s, ckpt, tok, texts, val_texts)
+    shipped_names = list(trainable)
+    if s.mask_row_steps:
+        train_mask_row(model, tok, windows, s, ckpt, ckpt_minutes=ckpt_minutes, log=log)
+        shipped_names.append(mask_row_name(model, tok))
     log(f"{s.model}: {depth} layers, cache after layer {start}; {len(windows)} training windows x "
         f"{s.views} views, {len(val)} held-out windows")
     common = dict(upto=start, mask_rate=s.mask_rate, shard_items=s.shard_items,
@@ -521,7 +619,7 @@ def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list
         run_schedule(opt, loss_at, s, params=params, stop=stop, progress=progress, save=save,
                      ckpt_minutes=ckpt_minutes, log=log)
     model.eval()
-    return TrainedHead(model=model, tokenizer=tok, trainable=trainable, step=progress.step,
+    return TrainedHead(model=model, tokenizer=tok, trainable=shipped_names, step=progress.step,
                        elapsed=progress.elapsed, init_meta=None, history=history)
 
 
@@ -557,13 +655,17 @@ def export_head(run: TrainedHead, s: HeadSettings, *, command: str, hardware: st
                          f"linear decay over the last {s.decay_frac:.0%}", "mask_rate": s.mask_rate,
                          "views": s.views, "top_layers": s.top_layers, "sotu_share": s.sotu_share,
                          "seed": s.seed, "max_windows": s.max_windows, "init_from": None,
+                         **({"mask_row_steps": s.mask_row_steps, "mask_row_lr": MASK_ROW_LR}
+                            if s.mask_row_steps else {}),
                          "val_loss": last.get("val_loss"), "history": run.history,
                          "train_minutes": round(run.elapsed / 60, 1), "hardware": hardware,
                          "data": "Wikipedia leads (minus held-out 5%), Wikibooks recipes, Moby-Dick, "
                                  f"State of the Union capped at {s.sotu_share:.0%} of words"}}
     (out / "model.json").write_text(json.dumps(meta, indent=2) + "\n")
     tr = meta["training"]
-    trained = "the MLM head" + (f" and the top {s.top_layers} layers" if s.top_layers else "")
+    trained = ("the MLM head" + (f" and the top {s.top_layers} layers" if s.top_layers else "")
+               + (f", and the mask token's embedding row, trained first ({s.mask_row_steps} steps)"
+                  if s.mask_row_steps else ""))
     (out / "README.md").write_text(
         f"# {s.model}\n\n{shipped.RECIPES[s.model].description}.\n\n"
         f"- Architecture: {meta['architecture']}, {meta['n_params']:,} parameters; this folder ships "
