@@ -92,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("TOKENDYN_THREADS", "1")))
     ap.add_argument("--out", default=OUT, help="under data/")
+    ap.add_argument("--resume-from", default=None,
+                    help="a recorded run under data/ whose rows to keep for models whose weights are unchanged "
+                         "since its commit and whose parameters match (tokendyn.results.recorded_rows_to_keep)")
     args = ap.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     args.paired = [m.strip() for m in args.paired.split(",") if m.strip()] + [args.reference]
@@ -112,16 +115,26 @@ def main(argv: list[str] | None = None) -> int:
               "protocol": "model", "tau": 1.0, "paired": args.paired}
     # a rung's row does not depend on --paired, except that a paired rung needs its passages
     key = params_key(params, ignore=("paired",))
+    from tokendyn import results
+
+    if args.resume_from:
+        for name, row in results.recorded_rows_to_keep(ROOT / "data" / args.resume_from, key, ("paired", "models", "reference"),
+                                                       models + [args.reference]).items():
+            kept = ROOT / "checkpoints" / "size-ladder" / f"{name.replace('/', '_')}-{key}.json"
+            if not kept.is_file():
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text(json.dumps(row))
     rows, t0 = [], time.time()
     for name in models + [args.reference]:
         path = ROOT / "checkpoints" / "size-ladder" / f"{name}-{key}.json"
-        row, resumed = kept_or_computed(path, lambda: rung_row(name, args),
-                                        accept=lambda kept: name not in args.paired or bool(kept["passage_nll"]))
+        row, resumed = kept_or_computed(path, lambda: {**rung_row(name, args), **results.row_stamp(name)},
+                                        accept=lambda kept: results.same_weights(kept, name)
+                                        and (name not in args.paired or bool(kept["passage_nll"])))
         rows.append(row)
         print(f"{name}: resumed from {path.relative_to(ROOT)}" if resumed else
               f"{name}: {row['params'] / 1e6:.1f}M, mean delta {sum(row['delta']) / len(row['delta']):.3f}, "
               f"{row['cpu_seconds']:.0f} s CPU", flush=True)
-    from tokendyn import paths, results
+    from tokendyn import paths
 
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_size_ladder.py "
            f"--models {','.join(models)} --reference {args.reference} --paired {','.join(args.paired[:-1])} --n-rect {args.n_rect} --n-tokens {args.n_tokens} --seed {args.seed}")

@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("TOKENDYN_THREADS", "1")))
     ap.add_argument("--out", default=OUT, help="under data/")
+    ap.add_argument("--resume-from", default=None,
+                    help="a recorded run under data/ whose rows to keep for models whose weights are unchanged "
+                         "since its commit and whose parameters match (tokendyn.results.recorded_rows_to_keep)")
     args = ap.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     if not models:
@@ -132,14 +135,24 @@ def main(argv: list[str] | None = None) -> int:
     params = {k: v for k, v in vars(args).items() if k not in ("out", "models", "taus")}
     params.update(models=models, taus=taus, start_topics=START_TOPICS, dwell_mark=DWELL_MARK)
     key = params_key(params, ignore=("models", "threads"))
+    from tokendyn import results
+
+    if args.resume_from:
+        for name, row in results.recorded_rows_to_keep(ROOT / "data" / args.resume_from, key, ("models", "threads"),
+                                                       models).items():
+            kept = ROOT / "checkpoints" / "traps" / f"{name.replace('/', '_')}-{key}.json"
+            if not kept.is_file():
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text(json.dumps(row))
     rows, t0 = [], time.time()
     for name in models:
         path = ROOT / "checkpoints" / "traps" / f"{name.replace('/', '_')}-{key}.json"
-        row, resumed = kept_or_computed(path, lambda: census_model(name, args, taus))
+        row, resumed = kept_or_computed(path, lambda: {**census_model(name, args, taus), **results.row_stamp(name)},
+                                        accept=lambda kept: results.same_weights(kept, name))
         rows.append(row)
         print(f"{name}: resumed from {path.relative_to(ROOT)}" if resumed else
               f"{name}: done in {row['cpu_seconds']:.0f} s CPU ({row['wall_seconds']:.0f} s wall)", flush=True)
-    from tokendyn import paths, results
+    from tokendyn import paths
 
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_traps.py --models {','.join(models)} "
            f"--starts {args.starts} --taus {args.taus} --chains {args.chains} --steps {args.steps} "

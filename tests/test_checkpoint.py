@@ -214,3 +214,45 @@ def test_kept_or_computed_resumes_a_unit_and_recomputes_one_it_refuses(tmp_path)
     assert not (tmp_path / "b.json").exists()  # a killed unit leaves nothing to resume
     assert params_key({"a": 1, "b": 2}) == params_key({"b": 2, "a": 1}) != params_key({"a": 1, "b": 3})
     assert params_key({"a": 1, "threads": 2}, ignore=("threads",)) == params_key({"a": 1, "threads": 8}, ignore=("threads",))
+
+
+def test_a_kept_row_counts_only_for_the_weights_it_was_computed_from(tmp_path, monkeypatch):
+    """results.row_stamp / same_weights, and recorded_rows_to_keep: a recorded run's row is reused
+    only for a model whose weights file is the same git blob at the record's commit and now, under
+    the same parameters; a retrained model's row is recomputed."""
+    import json
+    import subprocess
+
+    from tokendyn import results
+    from tokendyn.checkpoint import params_key
+
+    root = tmp_path / "repo"
+    for name in ("kept", "retrained"):
+        (root / "data" / "models" / name).mkdir(parents=True)
+        (root / "data" / "models" / name / "weights.safetensors").write_bytes(name.encode())
+    monkeypatch.setenv("TOKENDYN_ROOT", str(root))
+    monkeypatch.setenv("TOKENDYN_DATA", str(root / "data"))
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True, check=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "weights")
+    commit = git("rev-parse", "HEAD")
+    params = {"seed": 0, "n": 8, "models": ["kept", "retrained"]}
+    record = root / "data" / "runs" / "r.json"
+    record.parent.mkdir()
+    record.write_text(json.dumps({"kind": "k", "command": "c", "rows": [{"model": "kept", "v": 1}, {"model": "retrained", "v": 2}],
+                                  "provenance": {"params": params, "git_commit": commit, "git_dirty": False}}))
+    stamp = results.row_stamp("kept")
+    assert results.same_weights(stamp, "kept") and not results.same_weights({}, "kept")
+    (root / "data" / "models" / "retrained" / "weights.safetensors").write_bytes(b"new")
+    assert not results.same_weights(results.row_stamp("kept"), "retrained")
+    key = params_key(params, ignore=("models",))
+    rows = results.recorded_rows_to_keep(record, key, ("models",), ["kept", "retrained"])
+    assert list(rows) == ["kept"] and rows["kept"]["v"] == 1 and rows["kept"]["git_commit"] == commit
+    assert results.same_weights(rows["kept"], "kept")
+    assert results.recorded_rows_to_keep(record, params_key({**params, "n": 9}, ignore=("models",)),
+                                         ("models",), ["kept"]) == {}  # other parameters: nothing kept
+    assert results.recorded_rows_to_keep(record, key, ("models",), ["retrained"]) == {}

@@ -85,6 +85,26 @@ def test_size_slope_recovers_a_known_slope_and_resamples_within_models():
         size_slope(n, [[1.0], samples[1], samples[2]])
 
 
+def test_the_within_group_slope_is_not_moved_by_a_gap_between_groups():
+    """Two backbones, each +0.5 per e-fold, the larger one offset by +3: the pooled slope takes the
+    offset for size, the within-backbone slope does not."""
+    from tokendyn.stats import size_slope
+    rng = np.random.default_rng(0)
+    k = [0.0, 1.0, 2.0, 2.5, 3.0]
+    n = [np.e ** x * 1e7 for x in k]
+    groups = ["small", "small", "large", "large", "large"]
+    samples = [2.0 + 0.5 * x + (3.0 if g == "large" else 0.0) + rng.normal(0, 0.05, 400) for x, g in zip(k, groups)]
+    pooled = size_slope(n, samples, seed=1)
+    within = size_slope(n, samples, seed=1, groups=groups)
+    assert pooled.lo > 1.0                            # the offset read as size
+    assert within.lo < 0.5 < within.hi and within.hi - within.lo < 0.05
+    assert size_slope(n, samples, seed=1, groups=["a"] * 5) == pooled  # one group: the pooled slope
+    with pytest.raises(ValueError, match="no group holds two distinct sizes"):
+        size_slope(n[:2], samples[:2], groups=["a", "b"])
+    with pytest.raises(ValueError, match="groups: one label per model"):
+        size_slope(n, samples, groups=["a", "b"])
+
+
 def test_claim_4():
     c = {"m": E(1.55, 1.37, 1.78)}
     assert V.claim_4(c, 2).verdict == P

@@ -160,6 +160,57 @@ def load_run(path: str | Path) -> tuple[dict[tuple[str, int, float], tuple[torch
     return cells, {"command": record["command"], "provenance": record["provenance"]}
 
 
+def row_stamp(name: str) -> dict[str, Any]:
+    """What one recorded row of model ``name`` is computed from: the SHA-256 of its shipped weights
+    file (None for a model not in ``data/models``) and the library's commit (:func:`git_state`). A
+    row kept for a resumed run is valid only while :func:`same_weights` holds."""
+    from . import integrity
+    from .models import shipped
+
+    f = shipped.models_dir() / name / shipped.WEIGHTS
+    return {"weights_sha256": integrity.sha256_file(f) if f.is_file() else None, **git_state()}
+
+
+def same_weights(row: dict[str, Any], name: str) -> bool:
+    """Whether a kept ``row`` of model ``name`` was computed from the weights ``name`` has now (a row
+    without a stamp never counts: retraining a model must not resume its old numbers)."""
+    return "weights_sha256" in row and row["weights_sha256"] == row_stamp(name)["weights_sha256"]
+
+
+def recorded_rows_to_keep(path: str | Path, key: str, ignore: tuple[str, ...], names: list[str]) -> dict[str, dict[str, Any]]:
+    """Rows of the recorded run at ``path`` that a new run may keep instead of recomputing: those of
+    ``names`` when the record's parameters (less ``ignore``) give the new run's ``key``
+    (:func:`tokendyn.checkpoint.params_key`), the record came from a clean checkout, and each model's
+    shipped weights file is byte-identical (git blob) at the record's commit and now. Each row is
+    stamped (:func:`row_stamp`) with the weights' SHA-256 and the record's commit, so the new file
+    says which rows an earlier commit computed. Anything else: ``{}`` for that model."""
+    from .checkpoint import params_key
+    from .models import shipped
+    from .paths import repo_root
+
+    path, root = Path(path), repo_root()
+    if not path.is_file() or root is None:
+        return {}
+    rows, meta = load_rows(path)
+    prov = meta["provenance"]
+    commit = prov.get("git_commit")
+    if params_key(prov["params"], ignore=ignore) != key or not commit or prov.get("git_dirty"):
+        return {}
+
+    def blob(ref: str) -> str | None:
+        out = subprocess.run(["git", "-C", str(root), *ref.split()], capture_output=True, text=True, timeout=60)
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    kept = {}
+    for row in rows:
+        name = row["model"]
+        rel = (shipped.models_dir() / name / shipped.WEIGHTS).relative_to(root).as_posix()
+        then, now = blob(f"rev-parse {commit}:{rel}"), blob(f"hash-object {rel}")
+        if name in names and then is not None and then == now:
+            kept[name] = {**row, **row_stamp(name), "git_commit": commit, "git_dirty": False}
+    return kept
+
+
 def save_rows(path: str | Path, rows: list[dict[str, Any]], *, kind: str, command: str, params: dict[str, Any],
               seed: int | None, models: list[str], setup: Any = None) -> Path:
     """Record a table of results (one dict per row) as an artifact (``data/runs/``), with the command

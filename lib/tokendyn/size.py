@@ -57,10 +57,13 @@ def rung_estimates(rows: Sequence[Row], key: str, stat: Callable[[np.ndarray], f
 
 
 def slope(rows: Sequence[Row], key: str, stat: Callable[[np.ndarray], float] = np.mean, *,
-          seed: int = 0) -> Estimate:
+          seed: int = 0, within: str | None = None) -> Estimate:
     """The slope of ``stat(sample key)`` on ln(parameters) across ``rows`` (per e-fold), with a
-    bootstrap interval that resamples each model's items (:func:`~tokendyn.stats.size_slope`)."""
-    return size_slope([_params(r) for r in rows], [values(r, key) for r in rows], stat, seed=seed)
+    bootstrap interval that resamples each model's items (:func:`~tokendyn.stats.size_slope`).
+    ``within="encoder"``: the slope within each backbone (one intercept per backbone), which a
+    difference between backbones cannot move."""
+    groups = [str(r[within]) for r in rows] if within is not None else None
+    return size_slope([_params(r) for r in rows], [values(r, key) for r in rows], stat, seed=seed, groups=groups)
 
 
 def span(rows: Sequence[Row]) -> float:

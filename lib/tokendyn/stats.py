@@ -111,7 +111,7 @@ def ratio_interval(k_a: int, n_a: int, k_b: int, n_b: int, *, n_boot: int = 2000
 
 def size_slope(n_params: Sequence[float], samples: Sequence[Sequence[float] | np.ndarray],
                stat: Callable[[np.ndarray], float] = np.mean, *, n_boot: int = 2000, level: float = 0.95,
-               seed: int = 0) -> Estimate:
+               seed: int = 0, groups: Sequence[str] | None = None) -> Estimate:
     """Slope of ``stat`` against ln(parameters) across models, with a percentile bootstrap interval.
 
     ``n_params (R,)``: each model's parameter count; ``samples``: R 1-d samples (one model's
@@ -119,6 +119,10 @@ def size_slope(n_params: Sequence[float], samples: Sequence[Sequence[float] | np
     on ``ln n_params`` (change per e-fold of parameters); each bootstrap replicate resamples every
     model's sample with replacement, so the interval is the measurement noise of these models, not
     the spread of all models of a size. ``n`` is R. Seeded: the same samples give the same interval.
+
+    ``groups (R,)`` (e.g. each model's backbone) makes it the *within-group* slope: each group gets
+    its own intercept (sizes and values centred per group), so a difference between groups that is
+    not size cannot move the slope; only groups with two distinct sizes inform it.
     """
     x = np.log(np.asarray(n_params, dtype=np.float64))
     ys = [np.asarray(v, dtype=np.float64).ravel() for v in samples]
@@ -129,10 +133,20 @@ def size_slope(n_params: Sequence[float], samples: Sequence[Sequence[float] | np
                          f"and {len(ys)} samples")
     if min(len(v) for v in ys) < 2:
         raise ValueError("samples: each model needs at least 2 values")
-    xc = x - x.mean()
+    labels = np.zeros(len(x), dtype=int) if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1]
+    if len(labels) != len(x):
+        raise ValueError(f"groups: one label per model, got {len(labels)} for {len(x)} models")
+    onehot = np.eye(labels.max() + 1)[labels]          # (R, G)
+
+    def centred(v: np.ndarray) -> np.ndarray:
+        return v - onehot @ (onehot.T @ v / onehot.sum(0))
+
+    xc = centred(x)
+    if not np.dot(xc, xc) > 0:
+        raise ValueError("groups: no group holds two distinct sizes, so there is no within-group slope")
 
     def fit(vals: list[float]) -> float:
-        return float(np.dot(xc, np.asarray(vals) - np.mean(vals)) / np.dot(xc, xc))
+        return float(np.dot(xc, centred(np.asarray(vals))) / np.dot(xc, xc))
 
     rng = np.random.default_rng(seed)
     reps = np.array([fit([stat(v[rng.integers(0, len(v), len(v))]) for v in ys]) for _ in range(n_boot)])
