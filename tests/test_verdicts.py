@@ -54,6 +54,11 @@ def test_claim_3_needs_a_span_and_reads_the_slope_interval():
     # a resolved but small fall still persists; a steep one does not
     assert V.claim_3(raw, {"a": 15.6e6, "b": 110e6}, zero_level=1e-6, slope=E(-0.04, -0.06, -0.02)).verdict == R
     assert V.claim_3(raw, {"a": 15.6e6, "b": 110e6}, zero_level=1e-6, slope=E(-0.2, -0.3, -0.1)).verdict == P
+    # two backbones: a rising pooled slope does not pass when the slope within backbones allows a large fall
+    rising = E(0.3, 0.2, 0.4)
+    assert V.claim_3(raw, {"a": 15.6e6, "b": 110e6}, zero_level=1e-6, slope=rising, within=E(0.1, 0.05, 0.15)).verdict == R
+    v = V.claim_3(raw, {"a": 15.6e6, "b": 110e6}, zero_level=1e-6, slope=rising, within=E(-0.1, -0.3, 0.1))
+    assert v.verdict == P and "within backbones" in v.reason and "not under" in v.reason
     assert V.claim_3({"a": E(0.1, 0.0, 0.2), "b": raw["b"]}, {"a": 1, "b": 10}, zero_level=1e-6).verdict == N
     assert V.claim_3({"a": raw["a"]}, {"a": 1}, zero_level=1e-6).verdict == M
 

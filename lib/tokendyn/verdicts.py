@@ -127,7 +127,8 @@ def claim_2(max_delta: float, tol: float = 1e-9) -> Verdict:
 
 
 def claim_3(raw: Mapping[str, Estimate], n_params: Mapping[str, float], *, zero_level: float,
-            min_span: float = 7.0, slope: Estimate | None = None, max_fall: float = 0.5) -> Verdict:
+            min_span: float = 7.0, slope: Estimate | None = None, max_fall: float = 0.5,
+            within: Estimate | None = None) -> Verdict:
     """Claim 3, incompatibility persists across model size.
 
     Statistic: each rung's mean raw delta with its 95% interval, the span of parameter counts
@@ -139,6 +140,10 @@ def claim_3(raw: Mapping[str, Estimate], n_params: Mapping[str, float], *, zero_
     over the span. *Partly*: every rung lies above ``zero_level``, but the span is short, there is
     no slope, or the interval allows a larger fall (size may erode it). Else *not reproduced*.
     Fewer than two rungs: *not yet measured*.
+
+    ``within``: when the rungs come from more than one backbone, the slope within backbones
+    (``stats.size_slope(groups=...)``), which a gap between backbones cannot move. *Reproduced*
+    then needs the fall bound to hold for it too, since the pooled slope may read the backbone as size.
     """
     if len(raw) < 2:
         return _v("claim_3", NOT_MEASURED, f"{len(raw)} rung(s); the rule needs at least 2")
@@ -158,6 +163,12 @@ def claim_3(raw: Mapping[str, Estimate], n_params: Mapping[str, float], *, zero_
     reason = (f"above the rounding level over a {span:.1f}x span; {size_effect(slope)}; the steepest fall the "
               f"interval allows over the span is {fall:.3g}, {'under' if ok else 'not under'} "
               f"{max_fall:g} of the smallest rung's {base:.3g}")
+    if within is not None:
+        fall_w = -min(within.lo, 0.0) * math.log(span)
+        ok_w = fall_w < max_fall * base
+        reason += (f"; within backbones {size_effect(within)}, the steepest fall it allows is {fall_w:.3g}, "
+                   f"{'under' if ok_w else 'not under'} that bound")
+        ok = ok and ok_w
     return _v("claim_3", REPRODUCED if ok else PARTLY, reason)
 
 
