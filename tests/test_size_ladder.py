@@ -77,3 +77,29 @@ def test_ladder_figure_keeps_the_end_rungs_inside_the_axis_and_the_legend_in_tab
     assert point["color"]["sort"] == ["zeta", "alpha"]  # the table's order, not alphabetical
     traps = pd.DataFrame({"model": ["l10", "l2", "l10"], "min margin": [0.1, 0.2, 0.3]})
     assert basins.trap_depth(traps).to_dict()["encoding"]["color"]["sort"] == ["l10", "l2"]
+
+
+def test_the_within_backbone_lines_share_one_slope_and_span_each_encoders_sizes():
+    """Two encoders on parallel lines (+0.5 per e-fold), one offset by +3: the within-backbone lines
+    have slope 0.5 each over their own sizes, while the dashed pooled line is steeper."""
+    import math
+
+    import pandas as pd
+
+    from tokendyn import figures
+
+    rows = [("a1", "small", 10.0, 0.0), ("a2", "small", 10.0 * math.e, 0.0),
+            ("b1", "large", 40.0, 3.0), ("b2", "large", 40.0 * math.e, 3.0), ("b3", "large", 40.0 * math.e ** 2, 3.0)]
+    df = pd.DataFrame([{"model": m, "encoder": e, "parameters (M)": p, "statistic": "raw delta",
+                        "value": 1.0 + 0.5 * math.log(p) + off, "lo": 0.0, "hi": 9.0} for m, e, p, off in rows])
+    spec = figures.size_ladder(df, within=True).to_dict()
+    lines = [layer for layer in spec["hconcat"][0]["layer"] if layer.get("mark", {}).get("type") == "line"]
+    assert len(lines) == 2  # the pooled line and the within-backbone lines
+    data = spec["datasets"]
+    within = pd.DataFrame(next(v for v in data.values() if v and "encoder" in v[0] and "fit" in v[0]))
+    for enc, d in within.groupby("encoder"):
+        d = d.sort_values("parameters (M)")
+        slope = (d["fit"].iloc[1] - d["fit"].iloc[0]) / math.log(d["parameters (M)"].iloc[1] / d["parameters (M)"].iloc[0])
+        assert slope == pytest.approx(0.5)
+    assert sorted(within["parameters (M)"].round(3)) == sorted(round(p, 3) for p in (10.0, 10.0 * math.e, 40.0, 40.0 * math.e ** 2))
+    assert len(figures.size_ladder(df).to_dict()["hconcat"][0]["layer"]) == len(spec["hconcat"][0]["layer"]) - 1
