@@ -16,21 +16,17 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from ._style import need_columns
+
 __all__ = ["arrhenius_lines", "arrhenius_collapse", "trap_depth", "dwell_vs_geometric", "trap_dwells",
            "repetition_paths", "region_time", "group_boxplot", "embedding_paths", "path_explorer",
            "corpus_ablation", "dwell_law"]
 
 
-def _need(df: pd.DataFrame, cols: Sequence[str], name: str) -> None:
-    missing = [c for c in cols if c not in df.columns]
-    if missing:
-        raise ValueError(f"{name} needs columns {list(cols)}; missing {missing}")
-
-
 def arrhenius_lines(arr: pd.DataFrame) -> alt.FacetChart:
     """``log10 q`` against ``1/tau``, one line per trap (``trap``), coloured by its ``min margin``,
     one panel per ``model``. ``arr``: one row per (model, trap, tau) with ``1/tau``, ``log10 q``."""
-    _need(arr, ["model", "trap", "tau", "1/tau", "log10 q", "min margin"], "arr")
+    need_columns(arr, ["model", "trap", "tau", "1/tau", "log10 q", "min margin"], "arr")
     return alt.Chart(arr).mark_line(point=True).encode(
         x=alt.X("1/tau:Q", title="1 / tau"), y=alt.Y("log10 q:Q", title="log10 q (per-step leave probability)"),
         detail="trap:N",
@@ -44,7 +40,7 @@ def arrhenius_collapse(arr: pd.DataFrame, support_size: int, n: int) -> alt.Laye
     """Every (trap, tau) point at ``x = m / tau`` (column ``m/tau``), with the asymptote
     ``log10((1/n) e^(-x))`` (solid) and the uniform-margin bound ``log10((|V|-1) e^(-x))`` (dashed),
     ``support_size`` = ``|V|``."""
-    _need(arr, ["model", "trap", "tau", "m/tau", "log10 q", "min margin"], "arr")
+    need_columns(arr, ["model", "trap", "tau", "m/tau", "log10 q", "min margin"], "arr")
     xs = np.linspace(0, float(arr["m/tau"].max()), 60)
     guide = pd.concat([
         pd.DataFrame({"m/tau": xs, "log10 q": (math.log(support_size - 1) - xs) / math.log(10),
@@ -64,7 +60,7 @@ def arrhenius_collapse(arr: pd.DataFrame, support_size: int, n: int) -> alt.Laye
 def trap_depth(fits: pd.DataFrame) -> alt.Chart:
     """Histogram (stacked by ``model``, legend in the order models first appear in ``fits``) of the
     smallest margin ``min margin`` of each trap."""
-    _need(fits, ["model", "min margin"], "fits")
+    need_columns(fits, ["model", "min margin"], "fits")
     return alt.Chart(fits).mark_bar(opacity=0.8).encode(
         x=alt.X("min margin:Q", bin=alt.Bin(maxbins=20), title="smallest margin m (nats)"),
         y=alt.Y("count():Q", title="distinct perfect traps (stacked)"),
@@ -75,7 +71,7 @@ def trap_depth(fits: pd.DataFrame) -> alt.Chart:
 def dwell_vs_geometric(dwell: pd.DataFrame) -> alt.FacetChart:
     """Observed survival against Geometric(q): rows ``model``, ``tau`` (a label), ``t``, ``curve``
     (``observed`` or ``Geometric(q)``) and ``P(T > t)``; one panel per model."""
-    _need(dwell, ["model", "tau", "t", "curve", "P(T > t)"], "dwell")
+    need_columns(dwell, ["model", "tau", "t", "curve", "P(T > t)"], "dwell")
     return alt.Chart(dwell).mark_line(interpolate="step-after").encode(
         x=alt.X("t:Q", title="steps since the start in the trap"), y=alt.Y("P(T > t):Q"),
         color=alt.Color("tau:N", title=None), strokeDash=alt.StrokeDash("curve:N", title=None),
@@ -89,8 +85,8 @@ def dwell_law(exact: pd.DataFrame, law: pd.DataFrame, *, mark: float = 1000.0) -
     model's median and its interval (``law``: ``median``, ``median lo``, ``median hi``) and a rule at
     ``mark`` steps. Right: observed over Geometric-predicted mean dwell (``law``: ``ratio``,
     ``ratio lo``, ``ratio hi``), a rule at 1. ``tau`` is numeric in both tables."""
-    _need(exact, ["model", "tau", "trap", "exact dwell 1/q"], "exact")
-    _need(law, ["model", "tau", "median", "median lo", "median hi", "ratio", "ratio lo", "ratio hi"], "law")
+    need_columns(exact, ["model", "tau", "trap", "exact dwell 1/q"], "exact")
+    need_columns(law, ["model", "tau", "median", "median lo", "median hi", "ratio", "ratio lo", "ratio hi"], "law")
     x = alt.X("tau:O", title="tau")
     off = alt.XOffset("model:N")
     color = alt.Color("model:N", title=None)
@@ -121,7 +117,7 @@ def trap_dwells(basin: pd.DataFrame, measures: Sequence[str], censored_measure: 
     """Dwell times of traps on a log scale: ``basin`` has one row per (model, tau, trap) with
     ``text``, ``censored`` and one column per name in ``measures``; points of
     ``censored_measure`` with ``censored`` True are hollow (lower bounds). A rule at ``mark``."""
-    _need(basin, ["model", "tau", "trap", "text", "censored", *measures], "basin")
+    need_columns(basin, ["model", "tau", "trap", "text", "censored", *measures], "basin")
     long = basin.melt(id_vars=["model", "tau", "trap", "censored", "text"], value_vars=list(measures),
                       var_name="measure", value_name="steps")
     long["lower bound"] = long["censored"] & (long["measure"] == censored_measure)
@@ -141,7 +137,7 @@ def repetition_paths(dom: pd.DataFrame, share: float, text_level: float) -> alt.
     """Mean share of sites held by the top token (``mean dominance``) against ``step``, a line per
     (``model``, ``tau``); a dashed rule at the basin threshold ``share``, a grey one at the text's
     own level ``text_level``."""
-    _need(dom, ["model", "tau", "step", "mean dominance"], "dom")
+    need_columns(dom, ["model", "tau", "step", "mean dominance"], "dom")
     return alt.layer(
         alt.Chart(dom).mark_line().encode(
             x=alt.X("step:Q", title="steps"),
@@ -156,7 +152,7 @@ def region_time(visits: pd.DataFrame, regions: Sequence[str], starts: Sequence[s
     """Time fraction per region with its interval, argmax and gated labels side by side: rows of
     ``visits`` with ``region``, ``labels``, ``start``, ``tau``, ``time_fraction value|lo|hi``;
     panels by start topic (rows, in ``starts`` order) and temperature (columns)."""
-    _need(visits, ["region", "labels", "start", "tau", "time_fraction value", "time_fraction lo",
+    need_columns(visits, ["region", "labels", "start", "tau", "time_fraction value", "time_fraction lo",
                    "time_fraction hi"], "visits")
     base = alt.Chart().encode(
         x=alt.X("region:N", title=None, sort=list(regions)), xOffset="labels:N",
@@ -188,8 +184,8 @@ def embedding_paths(refs: pd.DataFrame, path: pd.DataFrame, title: str) -> alt.L
     """Reference passages (``pc1``, ``pc2``, ``topic``, ``text``) faint behind chain paths (``chain``,
     ``frame``, ``step``, ``pc1``, ``pc2``, ``start``, ``label``, ``gated``, ``text``): one line per
     chain, each state coloured by its gated label and shaped by the start topic, starts ringed."""
-    _need(refs, ["pc1", "pc2", "topic", "text"], "refs")
-    _need(path, ["chain", "frame", "step", "pc1", "pc2", "start", "label", "gated", "text"], "path")
+    need_columns(refs, ["pc1", "pc2", "topic", "text"], "refs")
+    need_columns(path, ["chain", "frame", "step", "pc1", "pc2", "start", "label", "gated", "text"], "path")
     return alt.layer(
         alt.Chart(refs).mark_circle(size=25, opacity=0.35).encode(
             x=alt.X("pc1:Q", title="PC 1"), y=alt.Y("pc2:Q", title="PC 2"), color=alt.Color("topic:N", title="topic"),
@@ -207,8 +203,8 @@ def path_explorer(refs: pd.DataFrame, path: pd.DataFrame, *, width: int = 80) ->
     """A chain explorer that needs no kernel: a dropdown picks a ``chain`` and a slider a ``frame``;
     the chart shows the reference passages, the chain's path, the chosen state (red) and its text
     (``step``, ``gated`` label and ``text``, wrapped at ``width`` characters) below."""
-    _need(refs, ["pc1", "pc2", "topic"], "refs")
-    _need(path, ["chain", "frame", "step", "pc1", "pc2", "gated", "text"], "path")
+    need_columns(refs, ["pc1", "pc2", "topic"], "refs")
+    need_columns(path, ["chain", "frame", "step", "pc1", "pc2", "gated", "text"], "path")
     path = path.assign(wrapped=["\n".join(textwrap.wrap(f"step {s}: [{g}] {t}", width))
                                 for s, g, t in zip(path["step"], path["gated"], path["text"])])
     chains = sorted(int(c) for c in path["chain"].unique())
@@ -232,7 +228,7 @@ def path_explorer(refs: pd.DataFrame, path: pd.DataFrame, *, width: int = 80) ->
 def corpus_ablation(abl: pd.DataFrame, regions: Sequence[str]) -> alt.FacetChart:
     """Time fraction per ``region`` with its interval (``lo``, ``hi``), one bar per ``corpus``, one
     panel per ``tau``: rows of ``abl`` with ``corpus``, ``region``, ``tau``, ``time fraction``."""
-    _need(abl, ["corpus", "region", "tau", "time fraction", "lo", "hi"], "abl")
+    need_columns(abl, ["corpus", "region", "tau", "time fraction", "lo", "hi"], "abl")
     base = alt.Chart().encode(x=alt.X("region:N", sort=list(regions), title=None), xOffset="corpus:N",
                               color=alt.Color("corpus:N", title=None))
     return alt.layer(base.mark_bar().encode(y=alt.Y("time fraction:Q", title="time fraction (gated)")),

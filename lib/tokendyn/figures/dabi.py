@@ -6,13 +6,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from ._style import need_columns
+
 __all__ = ["dabi_curves", "flip_contrast", "taxonomy"]
-
-
-def _need(df: pd.DataFrame, cols: list[str], name: str) -> None:
-    missing = [c for c in cols if c not in df.columns]
-    if missing:
-        raise ValueError(f"{name} lacks columns {missing}")
 
 
 def dabi_curves(df: pd.DataFrame, *, reference: float | None = None) -> alt.LayerChart | alt.FacetChart:
@@ -24,7 +20,7 @@ def dabi_curves(df: pd.DataFrame, *, reference: float | None = None) -> alt.Laye
     side, so that decoders are compared like with like. ``reference``: a dotted vertical rule at
     that norm (the reference ``s`` of the claims table).
     """
-    _need(df, ["decoder", "kind", "norm", "DABI", "lo", "hi"], "df")
+    need_columns(df, ["decoder", "kind", "norm", "DABI", "lo", "hi"], "df")
     x = alt.X("norm:Q", scale=alt.Scale(type="log"), title="perturbation norm s (units of the latent RMS per coordinate)")
     y = alt.Y("DABI:Q", scale=alt.Scale(type="log"), title="DABI (structured / isotropic loss increase)")
     base = alt.Chart(df)
@@ -57,7 +53,7 @@ def flip_contrast(df: pd.DataFrame) -> alt.FacetChart:
 
     ``df``: columns ``decoder``, ``norm``, ``direction``, ``rate``, ``lo``, ``hi``.
     """
-    _need(df, ["decoder", "norm", "direction", "rate", "lo", "hi"], "df")
+    need_columns(df, ["decoder", "norm", "direction", "rate", "lo", "hi"], "df")
     base = alt.Chart(df).encode(x=alt.X("norm:Q", scale=alt.Scale(type="log"), title="norm s (latent RMS units)"),
                                 color=alt.Color("direction:N", title="perturbation"))
     return (base.mark_line(point=True).encode(y=alt.Y("rate:Q", title="token flip rate"),
@@ -98,7 +94,7 @@ def taxonomy(df: pd.DataFrame) -> alt.LayerChart:
     "works" is green and "fails" red, as in the claims tables; anything else grey. Each label is
     joined to its point by a thin line, staggered so that labels on one row do not overlap.
     """
-    _need(df, ["system", "DABI", "CCI", "source", "few-step works"], "df")
+    need_columns(df, ["system", "DABI", "CCI", "source", "few-step works"], "df")
     placed = _label_rows(df)
     labels = list(dict.fromkeys(placed["few-step works"]))
     domain = [v for v in ("works", "fails") if v in labels] + [v for v in labels if v not in VERDICT_COLOURS]

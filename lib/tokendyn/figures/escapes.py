@@ -6,7 +6,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .dabi import _need
+from ._style import need_columns
 
 __all__ = ["ode_sde_curves", "ode_sde_ladder", "ablation_panels", "intervention_flips", "interface_scaling"]
 
@@ -18,8 +18,8 @@ def ode_sde_curves(df: pd.DataFrame, real: pd.DataFrame) -> alt.HConcatChart:
     ``entropy``, ``entropy_lo``, ``entropy_hi``. ``real``: one row, columns ``ppl`` and ``entropy`` of
     held-out real text (the dashed reference lines).
     """
-    _need(df, ["K", "sampler", "ppl", "ppl_lo", "ppl_hi", "entropy", "entropy_lo", "entropy_hi"], "df")
-    _need(real, ["ppl", "entropy"], "real")
+    need_columns(df, ["K", "sampler", "ppl", "ppl_lo", "ppl_hi", "entropy", "entropy_lo", "entropy_hi"], "df")
+    need_columns(real, ["ppl", "entropy"], "real")
     x = alt.X("K:Q", scale=alt.Scale(type="log", base=2), title="K steps from noise")
     base = alt.Chart(df).encode(x=x, color=alt.Color("sampler:N", title="sampler"))
 
@@ -44,8 +44,8 @@ def ode_sde_ladder(scores: pd.DataFrame, matched: pd.DataFrame, paper_ratio: flo
     ``scores``: columns ``generator``, ``K``, ``sampler`` (ODE, SDE), ``ppl``, ``ppl_lo``, ``ppl_hi``.
     ``matched``: columns ``generator``, ``K``, ``ratio``, ``ratio_lo``, ``ratio_hi``.
     """
-    _need(scores, ["generator", "K", "sampler", "ppl", "ppl_lo", "ppl_hi"], "scores")
-    _need(matched, ["generator", "K", "ratio", "ratio_lo", "ratio_hi"], "matched")
+    need_columns(scores, ["generator", "K", "sampler", "ppl", "ppl_lo", "ppl_hi"], "scores")
+    need_columns(matched, ["generator", "K", "ratio", "ratio_lo", "ratio_hi"], "matched")
     order = list(dict.fromkeys(scores["generator"]))
     x = alt.X("generator:N", sort=order, title=None, axis=alt.Axis(labelAngle=-30, labelLimit=140))
     s = scores.assign(series=scores["sampler"] + ", K = " + scores["K"].astype(str))
@@ -73,7 +73,7 @@ def ablation_panels(df: pd.DataFrame) -> alt.FacetChart:
 
     ``df``: columns ``generator``, ``variant``, ``score``, ``value``, ``lo``, ``hi`` (long format).
     """
-    _need(df, ["generator", "variant", "score", "value", "lo", "hi"], "df")
+    need_columns(df, ["generator", "variant", "score", "value", "lo", "hi"], "df")
     base = alt.Chart(df).encode(x=alt.X("variant:N", title=None), color=alt.Color("variant:N", title="feedback"))
     return (base.mark_bar(opacity=0.8).encode(y=alt.Y("value:Q", title=None),
                                               tooltip=["generator", "variant", "score", "value", "lo", "hi"])
@@ -89,7 +89,7 @@ def intervention_flips(df: pd.DataFrame) -> alt.LayerChart:
 
     ``df``: columns ``readout``, ``flip``, ``lo``, ``hi``, ``predicted`` (NaN where not defined).
     """
-    _need(df, ["readout", "flip", "lo", "hi", "predicted"], "df")
+    need_columns(df, ["readout", "flip", "lo", "hi", "predicted"], "df")
     base = alt.Chart(df).encode(x=alt.X("readout:N", title=None, sort=None))
     y = alt.Y("flip:Q", title="terminal flip rate (K = 4)", axis=alt.Axis(format="%"))
     return (base.mark_bar(opacity=0.7).encode(y=y, tooltip=["readout", "flip", "lo", "hi", "predicted"])
@@ -103,7 +103,7 @@ def interface_scaling(df: pd.DataFrame) -> alt.LayerChart:
 
     ``df``: columns ``M``, ``partition``, ``S``, ``lo``, ``hi`` (``lo = hi = S`` for exact values).
     """
-    _need(df, ["M", "partition", "S", "lo", "hi"], "df")
+    need_columns(df, ["M", "partition", "S", "lo", "hi"], "df")
     legend = alt.Legend(orient="bottom", columns=1)
     base = alt.Chart(df).encode(x=alt.X("M:Q", scale=alt.Scale(type="log", base=2), title="M modes"),
                                 color=alt.Color("partition:N", title=None, legend=legend))

@@ -6,7 +6,7 @@ import altair as alt
 import pandas as pd
 
 from ..diagnostics import n_log_n
-from ._style import tau_palette
+from ._style import need_columns, tau_palette
 
 __all__ = ["scaling_ratios", "crossover_vs_budget", "ratio_vs_tau"]
 
@@ -86,10 +86,7 @@ def ratio_vs_tau(ratios: pd.DataFrame, *, blowup: float, top: float) -> alt.Face
     ``n``, ``T / (n ln n)``, ``lo``, ``hi``, ``censored``; censored values already at the cap),
     in the order the legend should take (smaller model first).
     """
-    need = ("model", "tau", "n", "T / (n ln n)", "lo", "hi", "censored")
-    missing = [c for c in need if c not in ratios.columns]
-    if missing:
-        raise ValueError(f"ratios: missing columns {missing}; needs {list(need)}")
+    need_columns(ratios, ("model", "tau", "n", "T / (n ln n)", "lo", "hi", "censored"), "ratios")
     ref = ratios[ratios["tau"] == top]
     if ref.empty:
         raise ValueError(f"top={top:g}: no rows at that tau (taus: {sorted(set(ratios['tau']))})")

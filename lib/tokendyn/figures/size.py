@@ -8,6 +8,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from ._style import need_columns
+
 __all__ = ["size_ladder"]
 
 
@@ -23,10 +25,7 @@ def size_ladder(df: pd.DataFrame, *, bands: Mapping[str, tuple[float, float]] | 
     slope for all encoders and an intercept each (``size_slope(groups=...)``'s point), over each
     encoder's own sizes: where it and the dashed line part, the pooled slope reads the backbone as size.
     """
-    need = ("model", "encoder", "parameters (M)", "statistic", "value", "lo", "hi")
-    missing = [c for c in need if c not in df.columns]
-    if missing:
-        raise ValueError(f"df: missing columns {missing}; needs {list(need)}")
+    need_columns(df, ("model", "encoder", "parameters (M)", "statistic", "value", "lo", "hi"), "df")
     stats = list(dict.fromkeys(df["statistic"]))
     lines = []
     for s in stats:

@@ -9,7 +9,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .dabi import _need
+from ._style import need_columns
 
 __all__ = ["tube_mass", "rollin_flips", "tube_prediction", "residual_direction", "terminal_flips", "terminal_intervals",
            "image_rollin", "cliff", "generation_perplexity", "residual_aim", "generator_ladder"]
@@ -146,8 +146,8 @@ def residual_aim(align: pd.DataFrame, ratios: pd.DataFrame, band: tuple[float, f
     ``align``: columns ``generator``, ``K``, ``mean_abs_cos``, ``lo``, ``hi``, ``unaimed``.
     ``ratios``: columns ``generator``, ``K``, ``kind``, ``ratio``, ``lo``, ``hi``.
     """
-    _need(align, ["generator", "K", "mean_abs_cos", "lo", "hi", "unaimed"], "align")
-    _need(ratios, ["generator", "K", "kind", "ratio", "lo", "hi"], "ratios")
+    need_columns(align, ["generator", "K", "mean_abs_cos", "lo", "hi", "unaimed"], "align")
+    need_columns(ratios, ["generator", "K", "kind", "ratio", "lo", "hi"], "ratios")
     x = alt.X("K:O", title="K steps", axis=alt.Axis(labelAngle=0))
     gen = alt.Color("generator:N", title="generator", legend=alt.Legend(columns=1))
     a = alt.Chart(align).encode(x=x, color=gen)
@@ -182,7 +182,7 @@ def generator_ladder(ladder: pd.DataFrame, k: int, flips_band: tuple[float, floa
     ``abs_lo``, ``abs_hi``, ``unaimed_abs_cos``, ``flips``, ``flips_lo``, ``flips_hi``, ``ratio``,
     ``ratio_lo``, ``ratio_hi`` (the rows of ``scripts/record_flow_ladder.py``).
     """
-    _need(ladder, ["generator", "train_steps", "K", "flow_loss", "mean_abs_cos", "abs_lo", "abs_hi", "unaimed_abs_cos",
+    need_columns(ladder, ["generator", "train_steps", "K", "flow_loss", "mean_abs_cos", "abs_lo", "abs_hi", "unaimed_abs_cos",
                    "flips", "flips_lo", "flips_hi", "ratio", "ratio_lo", "ratio_hi"], "ladder")
     d = ladder[ladder["K"] == k]
     if d.empty:
