@@ -105,7 +105,6 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     cache = ROOT / "checkpoints" / "flow-ladder-geometry"
-    cache.mkdir(parents=True, exist_ok=True)
     shipped = load_context_latent()
     ae = shipped.autoencoder
     x1 = ae.encode(shipped.heldout(args.windows or 1345, seed=args.seed))   # [N, 32, 381]
