@@ -3,7 +3,7 @@
 
     TOKENDYN_THREADS=2 nice -n 5 .venv/bin/python scripts/record_size_ladder.py --n-rect 512
 
-For each rung of ``tokendyn.models.shipped.HEAD_LADDER`` (all-MiniLM-L6-v2 cut to 2, 3, 4, 6 layers,
+For each rung of ``tokendyn.models.shipped.HEAD_LADDER`` (all-MiniLM-L6-v2 cut to 1, 2, 3, 4, 6 layers,
 all-mpnet-base-v2 cut to 6, 10 and all 12; one head recipe, ``scripts/train_head.py``): ``--n-rect``
 rectangles with model-drawn alternatives at tau = 1 on chapter 2's own states (``--n-tokens`` content
 tokens of real passages, the topics interleaved, ``tokendyn.data.interleaved_passages``), each

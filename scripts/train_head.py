@@ -4,8 +4,8 @@
     nice -n 10 .venv/bin/python scripts/train_head.py --model mpnet-base-mlm --export
 
 The command line of :mod:`tokendyn.training.head`. ``--model`` is a rung of
-``tokendyn.models.shipped.HEAD_LADDER``: ``ladder-minilm-l2/l3/l4/l6`` (all-MiniLM-L6-v2 cut to 2, 3,
-4, 6 layers), ``ladder-mpnet-l6`` and ``mpnet-base-mlm`` (all-mpnet-base-v2 cut to 6, all 12; run
+``tokendyn.models.shipped.HEAD_LADDER``: ``ladder-minilm-l1/l2/l3/l4/l6`` (all-MiniLM-L6-v2 cut to 1, 2, 3,
+4, 6 layers), ``ladder-mpnet-l2/l4/l6/l10`` and ``mpnet-base-mlm`` (all-mpnet-base-v2 cut to 2, 4, 6, 10, all 12; run
 ``bash scripts/fetch_mpnet.sh`` first). The corpus is masked and run through the frozen encoder
 once; its hidden states go to ``checkpoints/<model>/cache_train/`` (safetensors shards and a
 manifest), and then only the head (``--top-layers K``: and the top K layers) trains on them. For

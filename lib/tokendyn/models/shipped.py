@@ -13,7 +13,7 @@ Two kinds of model:
   output layer is tied to them.
 - *scratch* models (``roberta-mini``, ``modernbert-mini``) are built from transformers' own classes
   with their own small tokenizers; the folder holds all their weights.
-- *head-ladder* models (:data:`HEAD_LADDER`: MiniLM cut to 2, 3, 4, 6 layers, MPNet to 2, 4, 6, 10, 12,
+- *head-ladder* models (:data:`HEAD_LADDER`: MiniLM cut to 1, 2, 3, 4, 6 layers, MPNet to 2, 4, 6, 10, 12,
   ``mpnet-base-mlm``) are delta models whose encoder stays frozen: the folder holds the MLM head
   (and any top layers trained with it), trained by ``scripts/train_head.py``.
 
@@ -171,16 +171,18 @@ def _top_layers_and_head(model: Any, tok: Any, n_trained_layers: int) -> list[st
 
 
 HEAD_LADDER: dict[str, tuple[str, int]] = {
-    **{f"ladder-minilm-l{d}": ("minilm", d) for d in (2, 3, 4, 6)},
+    **{f"ladder-minilm-l{d}": ("minilm", d) for d in (1, 2, 3, 4, 6)},
     **{f"ladder-mpnet-l{d}": ("mpnet", d) for d in (2, 4, 6, 10)},
     "mpnet-base-mlm": ("mpnet", 12),
 }
 """Issue 26's size ladder: ``name -> (encoder, layers)``, a frozen packaged encoder cut to its first
-``layers`` layers (MPNet at five depths, so that one backbone spans 2.9x in parameters and 6x in
-non-embedding parameters on its own) (``"minilm"``: all-MiniLM-L6-v2, 384 hidden; ``"mpnet"``: all-mpnet-base-v2, 768
+``layers`` layers (MPNet at five depths, so that one backbone spans 2.8x in parameters and 5.8x in
+non-embedding parameters on its own; MiniLM down to one layer, 13.9M, so that the ladder spans 7.9x:
+the issue's 2-to-12-layer ladder spans 6.9995x, a hair under its own 7x, and a rung was added
+rather than the rule moved) (``"minilm"``: all-MiniLM-L6-v2, 384 hidden; ``"mpnet"``: all-mpnet-base-v2, 768
 hidden, :mod:`tokendyn.models.mpnet`) under a fresh MLM head. One recipe trains every rung: the
 head alone (optionally the top layers too) on hidden states cached once
-(:mod:`tokendyn.training.head`, ``scripts/train_head.py``)."""
+(:mod:`tokendyn.training.head`, ``scripts/train_head.py``), after stage 0 for MiniLM (its mask row)."""
 
 HEAD_PREFIX = {"BertForMaskedLM": "cls.", "MPNetForMaskedLM": "lm_head."}
 
