@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     check_range("threads", args.threads, 1, 256, integer=True)
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
-    params = {k: v for k, v in vars(args).items() if k not in ("out", "models", "taus")}
+    params = {k: v for k, v in vars(args).items() if k not in ("out", "models", "taus", "resume_from")}
     params.update(models=models, taus=taus, start_topics=START_TOPICS, dwell_mark=DWELL_MARK)
     key = params_key(params, ignore=("models", "threads"))
     from tokendyn import results

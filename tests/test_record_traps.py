@@ -48,6 +48,8 @@ def test_record_traps_resumes_per_model_and_records_its_command(tmp_path, monkey
     assert "--models a,b --starts 6 --taus 0.3,0.5" in rec["command"]
     prov = rec["provenance"]
     assert {"git_commit", "git_dirty", "seed"} <= set(prov) and prov["params"]["taus"] == [0.3, 0.5]
+    # --resume-from names where to look for rows, not what they are: the same run, nothing recomputed
+    assert rt.main(argv + ["--resume-from", "runs/none.json"]) == 0 and calls == ["a", "b", "b"]
     # other parameters are another run: nothing is resumed
     assert rt.main(argv[:3] + ["8"] + argv[4:]) == 0 and calls[-2:] == ["a", "b"]
 
