@@ -137,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     from tokendyn import paths
 
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_size_ladder.py "
-           f"--models {','.join(models)} --reference {args.reference} --paired {','.join(args.paired[:-1])} --n-rect {args.n_rect} --n-tokens {args.n_tokens} --seed {args.seed}")
+           f"--models {','.join(models)} --reference {args.reference} --paired {','.join(args.paired[:-1])} --n-rect {args.n_rect} --n-tokens {args.n_tokens} --seed {args.seed}"
+           + (f" --out {args.out}" if args.out != OUT else "")
+           + (f" --resume-from {args.resume_from}" if args.resume_from else ""))
     out = results.save_rows(paths.data_dir() / args.out, rows, kind="rectangle delta on the size ladder", command=cmd,
                             params={**params, "models": models, "reference": args.reference}, seed=args.seed,
                             models=models + [args.reference])

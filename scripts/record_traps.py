@@ -156,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
 
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_traps.py --models {','.join(models)} "
            f"--starts {args.starts} --taus {args.taus} --chains {args.chains} --steps {args.steps} "
-           f"--n-tokens {args.n_tokens} --max-sweeps {args.max_sweeps} --min-traps {args.min_traps} --seed {args.seed}")
+           f"--n-tokens {args.n_tokens} --max-sweeps {args.max_sweeps} --min-traps {args.min_traps} --seed {args.seed}"
+           + (f" --out {args.out}" if args.out != OUT else "")
+           + (f" --resume-from {args.resume_from}" if args.resume_from else ""))
     out = results.save_rows(paths.data_dir() / args.out, rows, kind="trap census and dwell law", command=cmd,
                             params=params, seed=args.seed, models=models)
     print(json.dumps({"written": str(out), "models": len(rows), "seconds": round(time.time() - t0),

@@ -46,6 +46,7 @@ def test_record_traps_resumes_per_model_and_records_its_command(tmp_path, monkey
     rec = json.loads(out.read_text())
     assert [r["model"] for r in rec["rows"]] == ["a", "b"] and rec["kind"] == "trap census and dwell law"
     assert "--models a,b --starts 6 --taus 0.3,0.5" in rec["command"]
+    assert rec["command"].endswith(f"--out {out}")  # the command rewrites this file, not the default one
     prov = rec["provenance"]
     assert {"git_commit", "git_dirty", "seed"} <= set(prov) and prov["params"]["taus"] == [0.3, 0.5]
     # --resume-from names where to look for rows, not what they are: the same run, nothing recomputed
