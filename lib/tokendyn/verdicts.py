@@ -158,16 +158,16 @@ def claim_3(raw: Mapping[str, Estimate], n_params: Mapping[str, float], *, zero_
     if slope is None:
         return _v("claim_3", PARTLY, f"above the rounding level over a {span:.1f}x span, but no slope on size to bound a fall")
     base = raw[min(sizes, key=sizes.get)].value
-    fall = -min(slope.lo, 0.0) * math.log(span)
+    fall = max(-slope.lo, 0.0) * math.log(span)  # 0, not -0, when the interval allows no fall
     ok = fall < max_fall * base
     reason = (f"above the rounding level over a {span:.1f}x span; {size_effect(slope)}; the steepest fall the "
               f"interval allows over the span is {fall:.3g}, {'under' if ok else 'not under'} "
               f"{max_fall:g} of the smallest rung's {base:.3g}")
     if within is not None:
-        fall_w = -min(within.lo, 0.0) * math.log(span)
+        fall_w = max(-within.lo, 0.0) * math.log(span)
         ok_w = fall_w < max_fall * base
-        reason += (f"; within backbones {size_effect(within)}, the steepest fall it allows is {fall_w:.3g}, "
-                   f"{'under' if ok_w else 'not under'} that bound")
+        reason += (f"; within backbones, {size_effect(within).removeprefix('size: ')}, the steepest fall it allows "
+                   f"is {fall_w:.3g}, {'under' if ok_w else 'not under'} that bound")
         ok = ok and ok_w
     return _v("claim_3", REPRODUCED if ok else PARTLY, reason)
 
