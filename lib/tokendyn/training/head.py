@@ -1,7 +1,7 @@
 """The head recipe of the size ladder: a frozen encoder run once, its states cached, a head trained.
 
 Every rung of :data:`tokendyn.models.shipped.HEAD_LADDER` (MiniLM cut to 1, 2, 3, 4, 6 layers, MPNet to
-6 and 12) is trained the same way, so that "across size" compares like with like:
+2, 4, 6, 10 and 12) is trained the same way, so that "across size" compares like with like:
 
 1. *Windows*: the MLM corpus (:func:`~.corpus.training_texts`: Wikipedia leads minus the held-out
    5%, Wikibooks recipes, Moby-Dick, capped State of the Union) cut into ``seq_len``-token windows
