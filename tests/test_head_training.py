@@ -159,6 +159,8 @@ def test_stage_0_trains_only_the_mask_row_resumes_bit_for_bit_and_the_row_ships(
     head.export_head(run, s, command="(test)", hardware="test", eval_passages=2, log=lambda m: None)
     meta = json.loads((shipped.models_dir() / "mpnet-base-mlm" / "model.json").read_text())
     assert meta["training"]["mask_row_steps"] == 8
+    assert 0 < run.mask_row_elapsed and "stage 0" in meta["training"]["recipe"]
+    assert meta["training"]["train_minutes"] == round((run.elapsed + run.mask_row_elapsed) / 60, 1)
     assert meta["n_shipped_params"] == sum(p.numel() for n, p in run.model.named_parameters()
                                            if n in shipped.head_names(run.model)) + fresh[emb].shape[1]
     back = shipped.load_shipped("mpnet-base-mlm").model.get_input_embeddings().weight

@@ -376,9 +376,11 @@ def cached_loss(model: Any, cache: CachedStates, start: int, batch: int = 64) ->
 @dataclass
 class TrainedHead(TrainedMLM):
     """:class:`~.mlm.TrainedMLM` plus the run's log: one ``{"step", "train_loss", "val_loss"[,
-    "probe_top1", "probe_top5"]}`` per checkpoint."""
+    "probe_top1", "probe_top5"]}`` per checkpoint, and the seconds stage 0 took (0 without it;
+    ``elapsed`` counts the head's training only)."""
 
     history: list[dict[str, Any]] = field(default_factory=list)
+    mask_row_elapsed: float = 0.0
 
 
 def rung_windows(s: HeadSettings, ckpt: Path, tok: Any, texts: list[str] | None = None,
@@ -556,9 +558,11 @@ def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list
 
     windows, val = rung_windows(s, ckpt, tok, texts, val_texts)
     shipped_names = list(trainable)
+    mask_row_elapsed = 0.0
     if s.mask_row_steps:
         train_mask_row(model, tok, windows, s, ckpt, ckpt_minutes=ckpt_minutes, log=log)
         shipped_names.append(mask_row_name(model, tok))
+        mask_row_elapsed = float(torch.load(ckpt / MASK_ROW_CHECKPOINT, weights_only=True)["elapsed"])
     log(f"{s.model}: {depth} layers, cache after layer {start}; {len(windows)} training windows x "
         f"{s.views} views, {len(val)} held-out windows")
     common = dict(upto=start, mask_rate=s.mask_rate, shard_items=s.shard_items,
@@ -620,7 +624,8 @@ def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list
                      ckpt_minutes=ckpt_minutes, log=log)
     model.eval()
     return TrainedHead(model=model, tokenizer=tok, trainable=shipped_names, step=progress.step,
-                       elapsed=progress.elapsed, init_meta=None, history=history)
+                       elapsed=progress.elapsed, init_meta=None, history=history,
+                       mask_row_elapsed=mask_row_elapsed)
 
 
 def base_of(name: str) -> str:
@@ -649,16 +654,20 @@ def export_head(run: TrainedHead, s: HeadSettings, *, command: str, hardware: st
             "n_params": sum(p.numel() for p in model.parameters()),
             "n_shipped_params": shipped.shipped_count(model, run.trainable),
             "weights_bytes": size, "weights_dtype": "float16",
-            "training": {"command": command, "recipe": "frozen encoder, cached states, head trained "
-                         "(tokendyn.training.head)", "steps": run.step, "batch": s.batch,
+            "training": {"command": command, "recipe": ("frozen encoder, "
+                         + ("mask token's embedding row trained through it first (stage 0), "
+                            if s.mask_row_steps else "")
+                         + "cached states, head trained (tokendyn.training.head)"), "steps": run.step, "batch": s.batch,
                          "seq_len": s.seq_len, "lr": s.lr, "schedule": f"warmup {s.warmup}, stable, "
                          f"linear decay over the last {s.decay_frac:.0%}", "mask_rate": s.mask_rate,
                          "views": s.views, "top_layers": s.top_layers, "sotu_share": s.sotu_share,
                          "seed": s.seed, "max_windows": s.max_windows, "init_from": None,
-                         **({"mask_row_steps": s.mask_row_steps, "mask_row_lr": MASK_ROW_LR}
+                         **({"mask_row_steps": s.mask_row_steps, "mask_row_lr": MASK_ROW_LR,
+                             "mask_row_minutes": round(run.mask_row_elapsed / 60, 1)}
                             if s.mask_row_steps else {}),
                          "val_loss": last.get("val_loss"), "history": run.history,
-                         "train_minutes": round(run.elapsed / 60, 1), "hardware": hardware,
+                         "train_minutes": round((run.elapsed + run.mask_row_elapsed) / 60, 1),
+                         "hardware": hardware,
                          "data": "Wikipedia leads (minus held-out 5%), Wikibooks recipes, Moby-Dick, "
                                  f"State of the Union capped at {s.sotu_share:.0%} of words"}}
     (out / "model.json").write_text(json.dumps(meta, indent=2) + "\n")
