@@ -163,8 +163,18 @@ def test_stage_0_trains_only_the_mask_row_resumes_bit_for_bit_and_the_row_ships(
     assert meta["training"]["train_minutes"] == round((run.elapsed + run.mask_row_elapsed) / 60, 1)
     assert meta["n_shipped_params"] == sum(p.numel() for n, p in run.model.named_parameters()
                                            if n in shipped.head_names(run.model)) + fresh[emb].shape[1]
+    # replaying stage 0 from model.json gives the shipped row (to fp16), far closer than stage 0 moved it
+    replay = head.replay_mask_row("mpnet-base-mlm", tmp_path / "replay", texts=TEXTS, val_texts=VAL, log=lambda m: None)
+    assert replay["rel_diff"] < 1e-3 and replay["moved_rel"] > 100 * replay["rel_diff"] and replay["minutes"] > 0
     back = shipped.load_shipped("mpnet-base-mlm").model.get_input_embeddings().weight
     assert torch.equal(back[row], want[emb][row].detach().half().float())
+    with pytest.raises(ValueError, match="ladder-mpnet-l2.*not exported"):
+        head.replay_mask_row("ladder-mpnet-l2", tmp_path / "none", log=lambda m: None)
+    mj = shipped.models_dir() / "mpnet-base-mlm" / "model.json"
+    meta["training"].pop("mask_row_steps")
+    mj.write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="records no stage 0"):
+        head.replay_mask_row("mpnet-base-mlm", tmp_path / "none", log=lambda m: None)
     with pytest.raises(ValueError, match="mask_row_steps=8"):
         head.cache_family(s, tmp_path / "fam", device=torch.device("cpu"), texts=TEXTS, val_texts=VAL)
 

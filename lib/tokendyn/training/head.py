@@ -530,6 +530,42 @@ def train_mask_row(model: Any, tok: Any, windows: Tensor, s: HeadSettings, ckpt:
     return progress.step >= steps
 
 
+def replay_mask_row(name: str, ckpt: Path, *, texts: list[str] | None = None,
+                    val_texts: list[str] | None = None,
+                    log: Callable[[str], None] = print) -> dict[str, float]:
+    """Re-run stage 0 of shipped rung ``name`` with the settings its model.json records, in ``ckpt``
+    (resumable, as :func:`train_mask_row`), and compare the row with the shipped one.
+
+    Returns ``{"minutes"`` (stage 0's training time, this run), ``"max_abs_diff"``, ``"rel_diff"``
+    (``|replayed - shipped| / |shipped|``; the shipped row is fp16, so about 1e-4 at most when the
+    run reproduces), ``"moved_rel"`` (``|shipped - pretrained| / |pretrained|``: how far stage 0
+    moved the row, the scale ``rel_diff`` is read against)``}``. Raises ``ValueError`` when the rung
+    is not exported or has no stage 0."""
+    path = shipped.models_dir() / name / "model.json"
+    if not path.is_file():
+        raise ValueError(f"model={name!r} is not exported here (no {path}): train it with scripts/train_head.py")
+    meta = json.loads(path.read_text())["training"]
+    steps = meta.get("mask_row_steps", 0)
+    if not steps:
+        raise ValueError(f"model={name!r} records no stage 0 (mask_row_steps) in its model.json")
+    if meta.get("mask_row_lr", MASK_ROW_LR) != MASK_ROW_LR:
+        raise ValueError(f"{name} was trained with mask_row_lr={meta['mask_row_lr']}, this library uses {MASK_ROW_LR}")
+    s = HeadSettings(model=name, mask_row_steps=steps,
+                     **{k: meta[k] for k in ("batch", "seq_len", "mask_rate", "sotu_share", "seed", "max_windows")})
+    model, tok, _ = shipped.build(name, torch.Generator().manual_seed(s.seed))
+    row_id = tok.mask_token_id
+    pretrained = model.get_input_embeddings().weight[row_id].detach().clone()
+    windows, _ = rung_windows(s, ckpt, tok, texts, val_texts)
+    train_mask_row(model, tok, windows, s, ckpt, log=log)
+    elapsed = float(torch.load(ckpt / MASK_ROW_CHECKPOINT, weights_only=True)["elapsed"])
+    row = model.get_input_embeddings().weight[row_id].detach().float()
+    ship = shipped.load_shipped(name).model.get_input_embeddings().weight[row_id].detach().float()
+    diff = row - ship
+    return {"minutes": elapsed / 60, "max_abs_diff": float(diff.abs().max()),
+            "rel_diff": float(diff.norm() / ship.norm()),
+            "moved_rel": float((ship - pretrained).norm() / pretrained.norm())}
+
+
 def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list[str] | None = None,
                val_texts: list[str] | None = None, stop: int | None = None, ckpt_minutes: float = 4.0,
                train: bool = True, cache_only: bool = False, cache_stop_after: int | None = None,
