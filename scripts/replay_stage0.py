@@ -36,7 +36,7 @@ from tokendyn.models import shipped  # noqa: E402
 from tokendyn.training.head import replay_mask_row  # noqa: E402
 
 OUT = "runs/models-stage0-replay.json"
-REPRODUCED = 1e-3  # relative row difference: fp16 rounding of the shipped row is ~1e-4
+REPRODUCED = 1e-3  # relative row difference: fp16 rounding of the shipped row gives ~2e-4
 
 
 def stage0_rungs() -> list[str]:
