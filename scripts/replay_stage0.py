@@ -33,7 +33,7 @@ import torch  # noqa: E402
 
 from tokendyn import paths, results  # noqa: E402
 from tokendyn.models import shipped  # noqa: E402
-from tokendyn.training.head import replay_mask_row  # noqa: E402
+from tokendyn.training.head import recipe_text, replay_mask_row  # noqa: E402
 
 OUT = "runs/models-stage0-replay.json"
 REPRODUCED = 1e-3  # relative row difference: fp16 rounding of the shipped row gives ~2e-4
@@ -69,8 +69,7 @@ def write_model_json(name: str, row: dict, commit: str) -> None:
         if k == "train_minutes":
             new[k] = round(head_min + stage0, 1)
             new["head_minutes"] = head_min
-    new["recipe"] = ("frozen encoder, mask token's embedding row trained through it first (stage 0), "
-                     "cached states, head trained (tokendyn.training.head)")
+    new["recipe"] = recipe_text(tr["mask_row_steps"], tr["top_layers"])
     meta["training"] = new
     (d / "model.json").write_text(json.dumps(meta, indent=2) + "\n")
     readme = (d / "README.md").read_text()

@@ -94,6 +94,8 @@ def test_the_recipe_resumes_its_cache_and_training_and_exports_a_loadable_model(
         shipped.WEIGHTS: integrity.sha256_file(out / shipped.WEIGHTS)}
     meta = json.loads((out / "model.json").read_text())
     assert meta["n_shipped_params"] == sum(got[n].numel() for n in run.trainable)
+    assert meta["training"]["recipe"] == head.recipe_text(0) and "stage 0" not in head.recipe_text(0)
+    assert "mask_row_minutes" not in meta["training"]
     assert set(ev) >= {"top1", "top5", "copy_rate", "pseudo_perplexity"}
     assert json.loads((out / "eval.json").read_text())["model"] == "mpnet-base-mlm"
     # it loads back the way every shipped model does, and the registry lists it
@@ -114,6 +116,7 @@ def test_top_layers_train_on_cached_whole_windows(tiny_assets, tmp_path):
     s = _settings(top_layers=2, steps=6)
     run = _run(s, tmp_path / "ck")
     assert any(n.startswith("mpnet.encoder.layer.11.") for n in run.trainable)
+    assert head.recipe_text(0, 2) == "frozen encoder, cached states, head and top 2 layer(s) trained (tokendyn.training.head)"
     assert not any(n.startswith("mpnet.encoder.layer.9.") for n in run.trainable)
     cache = head.load_cache(tmp_path / "ck" / "cache_train")
     assert cache.attn is not None and cache.h.shape[1:] == (s.seq_len, 16)
@@ -136,11 +139,12 @@ def test_stage_0_trains_only_the_mask_row_resumes_bit_for_bit_and_the_row_ships(
     quiet = dict(ckpt_minutes=1e9, log=lambda m: None)
 
     straight = shipped.build("mpnet-base-mlm", torch.Generator().manual_seed(0))[0]
-    assert head.train_mask_row(straight, tok, windows, s, tmp_path / "straight", **quiet)
+    assert head.train_mask_row(straight, tok, windows, s, tmp_path / "straight", **quiet).step == 8
     killed = shipped.build("mpnet-base-mlm", torch.Generator().manual_seed(0))[0]
-    assert not head.train_mask_row(killed, tok, windows, s, tmp_path / "killed", stop=3, **quiet)
+    assert head.train_mask_row(killed, tok, windows, s, tmp_path / "killed", stop=3, **quiet).step == 3
     resumed = shipped.build("mpnet-base-mlm", torch.Generator().manual_seed(0))[0]  # a new process
-    assert head.train_mask_row(resumed, tok, windows, s, tmp_path / "killed", **quiet)
+    done = head.train_mask_row(resumed, tok, windows, s, tmp_path / "killed", **quiet)
+    assert done.step == 8 and done.elapsed > 0
 
     emb = "mpnet.embeddings.word_embeddings.weight"
     got, want = dict(resumed.named_parameters()), dict(straight.named_parameters())
@@ -159,12 +163,13 @@ def test_stage_0_trains_only_the_mask_row_resumes_bit_for_bit_and_the_row_ships(
     head.export_head(run, s, command="(test)", hardware="test", eval_passages=2, log=lambda m: None)
     meta = json.loads((shipped.models_dir() / "mpnet-base-mlm" / "model.json").read_text())
     assert meta["training"]["mask_row_steps"] == 8
-    assert 0 < run.mask_row_elapsed and "stage 0" in meta["training"]["recipe"]
+    assert 0 < run.mask_row_elapsed and meta["training"]["recipe"] == head.recipe_text(8)
+    assert "stage 0" in head.recipe_text(8)
     assert meta["training"]["train_minutes"] == round((run.elapsed + run.mask_row_elapsed) / 60, 1)
     assert meta["n_shipped_params"] == sum(p.numel() for n, p in run.model.named_parameters()
                                            if n in shipped.head_names(run.model)) + fresh[emb].shape[1]
     # replaying stage 0 from model.json gives the shipped row (to fp16), far closer than stage 0 moved it
-    replay = head.replay_mask_row("mpnet-base-mlm", tmp_path / "replay", texts=TEXTS, val_texts=VAL, log=lambda m: None)
+    replay = head.replay_mask_row("mpnet-base-mlm", tmp_path / "replay", texts=TEXTS, log=lambda m: None)
     assert replay["rel_diff"] < 1e-3 and replay["moved_rel"] > 100 * replay["rel_diff"] and replay["minutes"] > 0
     back = shipped.load_shipped("mpnet-base-mlm").model.get_input_embeddings().weight
     assert torch.equal(back[row], want[emb][row].detach().half().float())

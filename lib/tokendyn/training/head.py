@@ -383,10 +383,9 @@ class TrainedHead(TrainedMLM):
     mask_row_elapsed: float = 0.0
 
 
-def rung_windows(s: HeadSettings, ckpt: Path, tok: Any, texts: list[str] | None = None,
-                 val_texts: list[str] | None = None) -> tuple[Tensor, Tensor]:
-    """The training windows ``(N, seq_len)`` (a seeded subset of ``s.max_windows``) and held-out
-    windows ``(s.val_windows, seq_len)`` of a run; the corpus's windows are kept in ``ckpt``."""
+def train_windows(s: HeadSettings, ckpt: Path, tok: Any, texts: list[str] | None = None) -> Tensor:
+    """The training windows ``(N, seq_len)`` of a run (a seeded subset of ``s.max_windows``); the
+    corpus's windows are kept in ``ckpt``, so a rerun skips tokenising it."""
     data_file = ckpt / f"windows_L{s.seq_len}_s{s.sotu_share}.pt"
     if texts is None and data_file.is_file():
         windows = torch.load(data_file, weights_only=True)
@@ -398,8 +397,12 @@ def rung_windows(s: HeadSettings, ckpt: Path, tok: Any, texts: list[str] | None 
     if s.max_windows is not None and s.max_windows < len(windows):
         keep = torch.randperm(len(windows), generator=torch.Generator().manual_seed(s.seed))[:s.max_windows]
         windows = windows[keep.sort().values]
-    val = make_chunks(tok, val_texts if val_texts is not None else heldout_texts(), s.seq_len)[:s.val_windows]
-    return windows, val
+    return windows
+
+
+def val_windows(s: HeadSettings, tok: Any, val_texts: list[str] | None = None) -> Tensor:
+    """The held-out windows ``(s.val_windows, seq_len)`` a run validates on."""
+    return make_chunks(tok, val_texts if val_texts is not None else heldout_texts(), s.seq_len)[:s.val_windows]
 
 
 def _shard_names(manifest: dict[str, Any]) -> list[str]:
@@ -436,7 +439,7 @@ def cache_family(s: HeadSettings, root: Path, *, device: torch.device, texts: li
     deepest = rungs[-1][1]
     model, tok, _ = shipped.build(deepest, torch.Generator().manual_seed(s.seed))
     model.to(device)
-    windows, val = rung_windows(s, root / deepest, tok, texts, val_texts)
+    windows, val = train_windows(s, root / deepest, tok, texts), val_windows(s, tok, val_texts)
     log(f"{family} family {[r for _, r in rungs]}: one pass through {deepest}, {len(windows)} windows")
     common = dict(mask_rate=s.mask_rate, shard_items=s.shard_items, encode_batch=s.encode_batch, log=log)
     train = [CacheTarget(root / r / "cache_train", d, replace(s, model=r).cache_key(), False) for d, r in rungs]
@@ -464,7 +467,7 @@ def mask_row_name(model: Any, tok: Any) -> str:
 
 def train_mask_row(model: Any, tok: Any, windows: Tensor, s: HeadSettings, ckpt: Path, *,
                    stop: int | None = None, ckpt_minutes: float = 4.0,
-                   log: Callable[[str], None] = print) -> bool:
+                   log: Callable[[str], None] = print) -> Progress:
     """Stage 0: train the mask token's embedding row of ``model`` in place, by back-propagating
     through the frozen encoder, with a throwaway head trained beside it; afterwards the head is
     put back as it was (fresh), so stage 1 trains it exactly as for a rung without stage 0.
@@ -473,7 +476,8 @@ def train_mask_row(model: Any, tok: Any, windows: Tensor, s: HeadSettings, ckpt:
     by generators seeded from ``s.seed`` and the step, so a resumed run takes the same batches),
     lr :data:`MASK_ROW_LR` on the head and 5x on the row, warmup 20, linear decay over the last
     20%. Resumes from ``ckpt/mask_row.pt``; a finished one is only loaded. ``stop`` ends the
-    call at that step (as a kill would, after a checkpoint); returns whether stage 0 is finished."""
+    call at that step (as a kill would, after a checkpoint). Returns stage 0's :class:`~.loop.Progress`:
+    finished when ``step == s.mask_row_steps``; ``elapsed`` is its training seconds over every call."""
     from types import SimpleNamespace
 
     steps = s.mask_row_steps
@@ -527,11 +531,10 @@ def train_mask_row(model: Any, tok: Any, windows: Tensor, s: HeadSettings, ckpt:
     for p in model.parameters():
         p.requires_grad_(True)
     model.eval()
-    return progress.step >= steps
+    return progress
 
 
 def replay_mask_row(name: str, ckpt: Path, *, texts: list[str] | None = None,
-                    val_texts: list[str] | None = None,
                     log: Callable[[str], None] = print) -> dict[str, float]:
     """Re-run stage 0 of shipped rung ``name`` with the settings its model.json records, in ``ckpt``
     (resumable, as :func:`train_mask_row`), and compare the row with the shipped one.
@@ -555,9 +558,7 @@ def replay_mask_row(name: str, ckpt: Path, *, texts: list[str] | None = None,
     model, tok, _ = shipped.build(name, torch.Generator().manual_seed(s.seed))
     row_id = tok.mask_token_id
     pretrained = model.get_input_embeddings().weight[row_id].detach().clone()
-    windows, _ = rung_windows(s, ckpt, tok, texts, val_texts)
-    train_mask_row(model, tok, windows, s, ckpt, log=log)
-    elapsed = float(torch.load(ckpt / MASK_ROW_CHECKPOINT, weights_only=True)["elapsed"])
+    elapsed = train_mask_row(model, tok, train_windows(s, ckpt, tok, texts), s, ckpt, log=log).elapsed
     row = model.get_input_embeddings().weight[row_id].detach().float()
     ship = shipped.load_shipped(name).model.get_input_embeddings().weight[row_id].detach().float()
     diff = row - ship
@@ -592,13 +593,12 @@ def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list
                              if n.startswith(prefix) and int(n[len(prefix):].split(".")[0]) >= start]
     model.to(device)
 
-    windows, val = rung_windows(s, ckpt, tok, texts, val_texts)
+    windows, val = train_windows(s, ckpt, tok, texts), val_windows(s, tok, val_texts)
     shipped_names = list(trainable)
     mask_row_elapsed = 0.0
     if s.mask_row_steps:
-        train_mask_row(model, tok, windows, s, ckpt, ckpt_minutes=ckpt_minutes, log=log)
+        mask_row_elapsed = train_mask_row(model, tok, windows, s, ckpt, ckpt_minutes=ckpt_minutes, log=log).elapsed
         shipped_names.append(mask_row_name(model, tok))
-        mask_row_elapsed = float(torch.load(ckpt / MASK_ROW_CHECKPOINT, weights_only=True)["elapsed"])
     log(f"{s.model}: {depth} layers, cache after layer {start}; {len(windows)} training windows x "
         f"{s.views} views, {len(val)} held-out windows")
     common = dict(upto=start, mask_rate=s.mask_rate, shard_items=s.shard_items,
@@ -664,6 +664,14 @@ def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list
                        mask_row_elapsed=mask_row_elapsed)
 
 
+def recipe_text(mask_row_steps: int, top_layers: int = 0) -> str:
+    """model.json's one-line ``recipe`` of a rung, naming stage 0 when it ran (``mask_row_steps > 0``)
+    and the top layers trained with the head."""
+    stage0 = "mask token's embedding row trained through it first (stage 0), " if mask_row_steps else ""
+    trained = f"head and top {top_layers} layer(s) trained" if top_layers else "head trained"
+    return f"frozen encoder, {stage0}cached states, {trained} (tokendyn.training.head)"
+
+
 def base_of(name: str) -> str:
     """Where rung ``name``'s frozen encoder comes from, for model.json."""
     family, layers = shipped.HEAD_LADDER[name]
@@ -690,10 +698,8 @@ def export_head(run: TrainedHead, s: HeadSettings, *, command: str, hardware: st
             "n_params": sum(p.numel() for p in model.parameters()),
             "n_shipped_params": shipped.shipped_count(model, run.trainable),
             "weights_bytes": size, "weights_dtype": "float16",
-            "training": {"command": command, "recipe": ("frozen encoder, "
-                         + ("mask token's embedding row trained through it first (stage 0), "
-                            if s.mask_row_steps else "")
-                         + "cached states, head trained (tokendyn.training.head)"), "steps": run.step, "batch": s.batch,
+            "training": {"command": command, "recipe": recipe_text(s.mask_row_steps, s.top_layers), "steps": run.step,
+                         "batch": s.batch,
                          "seq_len": s.seq_len, "lr": s.lr, "schedule": f"warmup {s.warmup}, stable, "
                          f"linear decay over the last {s.decay_frac:.0%}", "mask_rate": s.mask_rate,
                          "views": s.views, "top_layers": s.top_layers, "sotu_share": s.sotu_share,
