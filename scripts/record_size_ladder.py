@@ -4,7 +4,8 @@
     TOKENDYN_THREADS=2 nice -n 5 .venv/bin/python scripts/record_size_ladder.py --n-rect 512
 
 For each rung of ``tokendyn.models.shipped.HEAD_LADDER`` (all-MiniLM-L6-v2 cut to 1, 2, 3, 4, 6 layers,
-all-mpnet-base-v2 cut to 6, 10 and all 12; one head recipe, ``scripts/train_head.py``): ``--n-rect``
+all-mpnet-base-v2 cut to 2, 4, 6, 10 and all 12; one head recipe, ``scripts/train_head.py``), and the
+base-size ``mpnet-base-mlm`` beside it (``rung: false``): ``--n-rect``
 rectangles with model-drawn alternatives at tau = 1 on chapter 2's own states (``--n-tokens`` content
 tokens of real passages, the topics interleaved, ``tokendyn.data.interleaved_passages``), each
 rectangle's raw delta ``|I_i - I_j|`` and normalized delta (``tokendyn.rectangle``), the rung's
@@ -65,7 +66,7 @@ def rung_row(name: str, args: argparse.Namespace) -> dict:
             ll = pseudo_log_likelihoods(loaded, text)
             nll.append(float(-ll.double().sum()))
             tokens.append(len(ll))
-    family, layers = shipped.HEAD_LADDER.get(name, ("reference", int(loaded.model.config.num_hidden_layers)))
+    family, layers = shipped.HEAD_MODELS.get(name, ("reference", int(loaded.model.config.num_hidden_layers)))
     return {"model": name, "encoder": family, "layers": layers, "params": int(n_params(loaded.model)),
             "params_nonembedding": int(n_nonembedding_params(loaded.model)),
             "rung": name in shipped.HEAD_LADDER, "probe_items": ev["items"], "passage_nll": nll or None,
@@ -82,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     from tokendyn.models import shipped
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default=",".join(shipped.HEAD_LADDER), help="rungs of the head ladder")
+    ap.add_argument("--models", default=",".join(shipped.HEAD_MODELS),
+                    help="head models: the ladder's rungs and the base-size model")
     ap.add_argument("--reference", default="minilm-mlm",
                     help="a shipped model recorded beside the ladder, for the paired quality comparison")
     ap.add_argument("--paired", default="mpnet-base-mlm",
@@ -101,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if not models:
         ap.error("--models: give at least one rung")
     for m in models:
-        check_choice("models", m, tuple(shipped.HEAD_LADDER))
+        check_choice("models", m, tuple(shipped.HEAD_MODELS))
     check_choice("reference", args.reference, tuple(r.name for r in shipped.trained()))
     for t in TOPIC_LIST:
         check_choice("topics", t, TOPICS)

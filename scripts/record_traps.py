@@ -77,7 +77,7 @@ def census_model(name: str, args, taus: list[float]) -> dict:
     row = {
         "model": name, "params": int(n_params(loaded.model)),
         "params_nonembedding": int(n_nonembedding_params(loaded.model)), "n_tokens": args.n_tokens, "starts": len(x0),
-        "encoder": shipped.HEAD_LADDER.get(name, ("other", 0))[0], "layers": int(loaded.model.config.num_hidden_layers),
+        "encoder": shipped.HEAD_MODELS.get(name, ("other", 0))[0], "layers": int(loaded.model.config.num_hidden_layers),
         "converged": int(c.greedy.converged.sum()), "perfect": int(c.perfect.sum()), "n_traps": K,
         "median_margin": estimate(bootstrap(mm, np.median, seed=args.seed)),
         "tau_1000": estimate(bootstrap(t1000.numpy(), np.median, seed=args.seed)),

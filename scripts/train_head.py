@@ -1,12 +1,14 @@
 #!/usr/bin/env python
-"""Train, export and evaluate a rung of the size ladder: a frozen encoder and a trained MLM head.
+"""Train, export and evaluate a head model: a frozen encoder and a trained MLM head (and top layers).
 
-    nice -n 10 .venv/bin/python scripts/train_head.py --model mpnet-base-mlm --export
+    nice -n 10 .venv/bin/python scripts/train_head.py --model ladder-mpnet-l12 --threads 2 --export
+    nice -n 10 .venv/bin/python scripts/train_head.py --model mpnet-base-mlm --lr 0.0005 --top-layers 1 --threads 2 --export
 
-The command line of :mod:`tokendyn.training.head`. ``--model`` is a rung of
-``tokendyn.models.shipped.HEAD_LADDER``: ``ladder-minilm-l1/l2/l3/l4/l6`` (all-MiniLM-L6-v2 cut to 1, 2, 3,
-4, 6 layers), ``ladder-mpnet-l2/l4/l6/l10`` and ``mpnet-base-mlm`` (all-mpnet-base-v2 cut to 2, 4, 6, 10, all 12; run
-``bash scripts/fetch_mpnet.sh`` first). The corpus is masked and run through the frozen encoder
+The command line of :mod:`tokendyn.training.head`. ``--model`` is a key of
+``tokendyn.models.shipped.HEAD_MODELS``: the size ladder's ``ladder-minilm-l1/l2/l3/l4/l6`` (all-MiniLM-L6-v2
+cut to 1, 2, 3, 4, 6 layers) and ``ladder-mpnet-l2/l4/l6/l10/l12`` (all-mpnet-base-v2 cut to 2, 4, 6, 10, all
+12), all head-only, and the base-size ``mpnet-base-mlm`` (all 12 layers, layer 12 trained too); run
+``bash scripts/fetch_mpnet.sh`` first for MPNet. The corpus is masked and run through the frozen encoder
 once; its hidden states go to ``checkpoints/<model>/cache_train/`` (safetensors shards and a
 manifest), and then only the head (``--top-layers K``: and the top K layers) trains on them. For
 MiniLM rungs a stage 0 first trains the ``[MASK]`` embedding row through the frozen encoder
@@ -57,7 +59,7 @@ def command(args: argparse.Namespace, step: int) -> str:
               "sotu_share", "seed", "max_windows", "val_windows", "shard_items"):
         if getattr(args, k) != getattr(DEFAULTS, k):
             opts.append(f"--{k.replace('_', '-')} {getattr(args, k)}")
-    if args.mask_row_steps != MASK_ROW_STEPS[shipped.HEAD_LADDER[args.model][0]]:
+    if args.mask_row_steps != MASK_ROW_STEPS[shipped.HEAD_MODELS[args.model][0]]:
         opts.append(f"--mask-row-steps {args.mask_row_steps}")
     if step < args.steps:
         opts.append(f"--stop-at {step}")
@@ -68,7 +70,7 @@ def command(args: argparse.Namespace, step: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True, choices=tuple(shipped.HEAD_LADDER))
+    ap.add_argument("--model", required=True, choices=tuple(shipped.HEAD_MODELS))
     ap.add_argument("--steps", type=int, default=DEFAULTS.steps, help="total optimiser steps")
     ap.add_argument("--batch", type=int, default=DEFAULTS.batch, help="masked windows per step")
     ap.add_argument("--lr", type=float, default=DEFAULTS.lr)
@@ -108,14 +110,14 @@ def main(argv: list[str] | None = None) -> int:
     check_range("steps", args.steps, 1, None, integer=True)
     check_range("batch", args.batch, 1, None, integer=True)
     check_range("lr", args.lr, 0, None, lo_open=True)
-    check_range("top_layers", args.top_layers, 0, shipped.HEAD_LADDER[args.model][1], integer=True)
+    check_range("top_layers", args.top_layers, 0, shipped.HEAD_MODELS[args.model][1], integer=True)
     check_range("seq_len", args.seq_len, 16, 128, integer=True)
     check_range("mask_rate", args.mask_rate, 0, 0.5, lo_open=True)
     check_range("views", args.views, 1, None, integer=True)
     check_range("sotu_share", args.sotu_share, 0, 0.9)
     check_choice("device", args.device, ("auto", "cpu", "cuda"))
     if args.mask_row_steps is None:
-        args.mask_row_steps = MASK_ROW_STEPS[shipped.HEAD_LADDER[args.model][0]]
+        args.mask_row_steps = MASK_ROW_STEPS[shipped.HEAD_MODELS[args.model][0]]
     check_range("mask_row_steps", args.mask_row_steps, 0, None, integer=True)
     if args.max_windows is not None:
         check_range("max_windows", args.max_windows, 1, None, integer=True)

@@ -256,3 +256,11 @@ def test_a_kept_row_counts_only_for_the_weights_it_was_computed_from(tmp_path, m
     assert results.recorded_rows_to_keep(record, params_key({**params, "n": 9}, ignore=("models",)),
                                          ("models",), ["kept"]) == {}  # other parameters: nothing kept
     assert results.recorded_rows_to_keep(record, key, ("models",), ["retrained"]) == {}
+    # a model renamed since: the new name whose weights are the old model's bytes keeps that row
+    (root / "data" / "models" / "renamed").mkdir()
+    (root / "data" / "models" / "renamed" / "weights.safetensors").write_bytes(b"retrained")
+    rows = results.recorded_rows_to_keep(record, key, ("models",), ["renamed", "retrained", "absent"])
+    assert list(rows) == ["renamed"] and rows["renamed"]["v"] == 2
+    assert rows["renamed"]["model"] == "renamed" and rows["renamed"]["recorded_as"] == "retrained"
+    assert results.same_weights(rows["renamed"], "renamed") and "recorded_as" not in \
+        results.recorded_rows_to_keep(record, key, ("models",), ["kept"])["kept"]

