@@ -245,14 +245,14 @@ def test_one_pass_fills_every_rung_of_an_encoder_as_its_own_run_would(tiny_asset
             assert a == b, (r, part)
     # the rungs' states differ (layer 6 is not layer 12), their masked targets do not
     six = head.load_cache(fam / "ladder-mpnet-l6" / "cache_train")
-    top = head.load_cache(fam / "mpnet-base-mlm" / "cache_train")
+    top = head.load_cache(fam / "ladder-mpnet-l12" / "cache_train")
     assert torch.equal(six.targets, top.targets) and not torch.equal(six.h, top.h)
     with pytest.raises(ValueError, match="top_layers=1"):
         head.cache_family(head.replace(s, top_layers=1), fam, **kw)
 
 
 def test_the_base_size_model_loads_offline_from_the_registry_and_fills_a_blank():
-    """mpnet-base-mlm: the fetched all-mpnet-base-v2 encoder (12 layers) under the shipped head."""
+    """mpnet-base-mlm: the fetched all-mpnet-base-v2 encoder (12 layers) under the shipped layer 12 and head."""
     if not (mpnet.assets_dir() / mpnet.ASSET).is_dir():
         pytest.skip("all-mpnet-base-v2 is not fetched (bash scripts/fetch_mpnet.sh; the set-up does it)")
     from tokendyn import evaluation, models
