@@ -138,3 +138,36 @@ def test_the_readme_bring_your_own_model_lines_run(tmp_path):
         assert info.sites.shape == info.values.shape == (3,)
     r = glauber.run(cond, glauber.init(x0), torch.Generator().manual_seed(0), steps=5, tau=1.0)
     assert torch.equal(state.tokens, r.state.tokens)
+
+
+def test_compiled_encoder_matches_eager_and_drives_a_chain():
+    """compile=True (torch.compile with frozen weights) gives the eager logits up to float rounding,
+    and the Glauber kernel runs on it unchanged."""
+    from tokendyn import glauber
+
+    tiny = build_tiny("bert", pad_vocab=3)
+    eager, comp = MLMConditional(tiny), MLMConditional(tiny, compile=True)
+    assert comp.compiled and not eager.compiled
+    x = content_ids(tiny, [TEXT], 10).repeat(4, 1)
+    sites = torch.tensor([0, 3, 6, 9])
+    got, ref = comp.site_logits(x, sites), eager.site_logits(x, sites)
+    assert torch.equal(torch.isfinite(got), torch.isfinite(ref))
+    fin = torch.isfinite(ref)
+    torch.testing.assert_close(got[fin], ref[fin], atol=1e-4, rtol=0)
+    state = glauber.init(x)
+    for _ in range(3):
+        state, info = glauber.step(comp, state, torch.Generator().manual_seed(0), tau=1.0)
+    assert state.t == 3 and not bool(info.no_mass.any())
+    with pytest.raises(TypeError, match="compile must be True or False"):
+        MLMConditional(tiny, compile="yes")
+
+
+def test_site_logits_in_place_fill_leaves_no_alias(loaded):
+    """The support mask is filled in place: two calls give equal, distinct tensors."""
+    m = MLMConditional(loaded, chunk=2)
+    x = content_ids(loaded, [TEXT], 6).repeat(3, 1)  # three rows in chunks of 2: the cat path
+    sites = torch.tensor([0, 2, 5])
+    a, b = m.site_logits(x, sites), m.site_logits(x, sites)
+    assert a.data_ptr() != b.data_ptr()
+    torch.testing.assert_close(a, b)
+    assert bool(torch.isneginf(a[:, m.unsupported]).all())

@@ -184,6 +184,20 @@ def test_per_chain_temperature_is_each_rows_own_softmax():
                  tau=torch.tensor([1.0, 2.0]), seed=0)
 
 
+
+def test_probabilities_leave_the_callers_logits_alone():
+    """The division by tau is done in place on a copy, never on the caller's tensor (float64
+    logits would otherwise be the same storage)."""
+    for dtype in (torch.float64, torch.float32):
+        logits = torch.tensor([[2.0, 0.0, -1.0, -math.inf], [0.5, 0.5, 3.0, 1.0]], dtype=dtype)
+        before = logits.clone()
+        p = S.probabilities(logits, 0.5)
+        assert torch.equal(logits, before)
+        torch.testing.assert_close(p, torch.softmax(before.double() / 0.5, -1), rtol=0, atol=0)
+    flat = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)  # one row of logits, tau per chain
+    p = S.probabilities(flat, torch.tensor([1.0, 2.0]))
+    assert p.shape == (2, 3) and torch.equal(flat, torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
+
 @pytest.mark.slow
 def test_mixed_temperature_batch_gives_each_temperatures_exact_law():
     m = toy.potts_chain(3, 3, coupling=1.0, seed=3)

@@ -92,7 +92,11 @@ def probabilities(logits: Tensor, tau: Temperature) -> Tensor:
     ``tau`` a float or a ``[B]`` tensor (one temperature per row)."""
     if isinstance(tau, Tensor):
         tau = tau.to(device=logits.device, dtype=DRAW_DTYPE).unsqueeze(-1)
-    return torch.softmax(logits.to(DRAW_DTYPE) / tau, dim=-1)
+    z = logits.to(DRAW_DTYPE, copy=True)  # a copy whatever the dtype: the caller's logits stay as they are
+    # In place where the result keeps z's shape: a [B, V] float64 buffer less per step.
+    if not isinstance(tau, Tensor) or torch.broadcast_shapes(z.shape, tau.shape) == z.shape:
+        return torch.softmax(z.div_(tau), dim=-1)
+    return torch.softmax(z / tau, dim=-1)
 
 
 def draw(weights: Tensor, u: Tensor) -> tuple[Tensor, Tensor]:
