@@ -9,7 +9,9 @@ ratios):
                        Gibbs samplers do this; it also makes the B chains one draw, not B)
   (c) ours             tokendyn.glauber.step over tokendyn.conditional.MLMConditional: a site per
                        chain, head only at the sites, inference mode, SDPA attention (eager in
-                       bf16, faster on this CPU: see bf16_copy), no host sync
+                       bf16, faster on this CPU: see bf16_copy), no host sync; in bf16 also (c')
+                       the same with MLMConditional(..., compile=True) (torch.compile, frozen
+                       weights), which fuses the small ops between the matmuls
   (d) dense_matmul     the roofline: the best FLOP rate of a few dense matmuls, each doing about
                        the FLOPs of one batched (c) step: a square one, and the model's own shapes
                        (attention projection, feed-forward, vocabulary head over every token)
@@ -26,8 +28,10 @@ On the CPU the default MLM (minilm-mlm) is timed in full and ``base_size`` times
 mpnet-base-mlm (all-mpnet-base-v2, 12 layers, 768 hidden, 109.5M parameters): the trained model
 when ``data/models/mpnet-base-mlm`` holds it, else the same architecture with an untrained head
 (the JSON says which). Where the CPU has native bf16 kernels both models are also timed in bf16,
-each against a bf16 roofline of the same shapes, and ``bf16_roofline_goal`` says whether each
-reaches 0.6 of it.
+eager (c) and compiled (c'), each against a bf16 roofline of the same shapes, and
+``bf16_roofline_goal`` says whether each model's default step (c) reaches 0.6 of it (the
+compiled step's verdict beside it). The compiled step's logits are compared with the eager bf16
+and the fp32 ones on the benchmark's own batch (``bf16.compiled.fidelity``).
 
 Writes ``<out>/glauber-cpu.json`` and, when CUDA is present, ``glauber-gpu.json`` (BERT-base size,
 bf16, batch 1024, n = 128; fraction of the bf16 dense peak measured in the same run); ``<out>`` is
@@ -242,12 +246,14 @@ def roofline(ours: list[float], matmuls: Mapping[str, list[float]]) -> dict[str,
     dense = {"ceiling_gflops": statistics.median(ceiling) / 1e9, "per_round_ceiling_gflops": [c / 1e9 for c in ceiling],
              "gflops_by_shape": by_shape, "best_shape": max(by_shape, key=by_shape.__getitem__)}
     fraction = _median_ratio(ours, ceiling)
+    rounds = [a / b for a, b in zip(ours, ceiling)]  # the spread over rounds: load on a shared machine
     if fraction > 1.0:
         return {"roofline_fraction": None, "roofline_failed": True,
                 "roofline_failed_reason": (f"(c) ran at {fraction:.2f}x the best dense matmul rate of its "
                                            "rounds: the references were no ceiling, so no fraction is recorded"),
-                "dense_matmul": dense}
-    return {"roofline_fraction": fraction, "roofline_failed": False, "dense_matmul": dense}
+                "per_round_fraction": rounds, "dense_matmul": dense}
+    return {"roofline_fraction": fraction, "roofline_failed": False, "per_round_fraction": rounds,
+            "dense_matmul": dense}
 
 
 def judge(value: float | None, target: float, why_none: str = "the measurement failed") -> dict[str, Any]:
@@ -302,13 +308,32 @@ def _median_ratio(num: list[float], den: list[float]) -> float:
 # ---------------------------------------------------------------- the run
 
 
+def compiled_fidelity(cond32: MLMConditional, cond16: MLMConditional, cond16c: MLMConditional,
+                      x: torch.Tensor, sites: torch.Tensor) -> dict[str, float]:
+    """How far the compiled bf16 logits sit from the eager bf16 and the fp32 ones at ``x`` ``[B, n]``,
+    ``sites`` ``[B]``: mean KL(fp32 || .) of both bf16 steps at tau = 1 (nats), the largest logit
+    gap between compiled and eager bf16, and how often their argmax agrees."""
+    l32, l16, l16c = (c.site_logits(x, sites).double() for c in (cond32, cond16, cond16c))
+    fin = torch.isfinite(l32)
+
+    def kl(p_logits: torch.Tensor, q_logits: torch.Tensor) -> float:
+        lp, lq = torch.log_softmax(p_logits, -1), torch.log_softmax(q_logits, -1)
+        return float((lp.exp() * (lp - lq)).where(fin, 0.0).sum(-1).mean())
+
+    return {"kl_fp32_to_eager_bf16": kl(l32, l16), "kl_fp32_to_compiled_bf16": kl(l32, l16c),
+            "kl_eager_to_compiled_bf16": kl(l16, l16c),
+            "max_abs_logit_gap_compiled_vs_eager_bf16": float((l16c - l16)[fin].abs().max()),
+            "argmax_agree_compiled_vs_eager_bf16": float((l16c.argmax(-1) == l16.argmax(-1)).double().mean()),
+            "rows": int(x.shape[0])}
+
+
 def glauber_bench(loaded: _Loaded, *, batch: int, n: int, device: str, dtype: torch.dtype,
                   rounds: int, one_chain_chains: int, seed: int = 0,
                   loaded_bf16: _Loaded | None = None) -> dict[str, Any]:
     """(a)-(d) side by side for one model, batch and length.
 
-    With ``loaded_bf16`` (the same model in bfloat16) the same rounds also time (c) in bf16 and
-    the dense references in bf16: the bf16 roofline, measured in this run.
+    With ``loaded_bf16`` (the same model in bfloat16) the same rounds also time (c) in bf16, eager
+    and compiled (c'), and the dense references in bf16: the bf16 roofline, measured in this run.
     """
     cond = MLMConditional(loaded, chunk=max(batch, 2 * batch))
     g = torch.Generator(device=device).manual_seed(seed)
@@ -331,9 +356,16 @@ def glauber_bench(loaded: _Loaded, *, batch: int, n: int, device: str, dtype: to
         "ours": (ours, 1),
     }
     suffixes = {"": dtype}
+    compiled_info: dict[str, Any] = {}
     if loaded_bf16 is not None:
         cond16 = MLMConditional(loaded_bf16, chunk=max(batch, 2 * batch))
+        cond16c = MLMConditional(loaded_bf16, chunk=max(batch, 2 * batch), compile=True)
+        t0 = time.perf_counter()
+        cond16c.site_logits(x0, sites)  # compiles for this shape; the timed steps reuse it
+        compiled_info = {"compile_s": round(time.perf_counter() - t0, 1),
+                         "fidelity": compiled_fidelity(cond, cond16, cond16c, x0, sites)}
         variants["ours_bf16"] = (make_ours(cond16, x0.clone(), gen(6)), 1)
+        variants["ours_bf16_compiled"] = (make_ours(cond16c, x0.clone(), gen(7)), 1)
         suffixes["_bf16"] = torch.bfloat16
     for sfx, dt in suffixes.items():
         for k, shape in shapes.items():
@@ -352,6 +384,19 @@ def glauber_bench(loaded: _Loaded, *, batch: int, n: int, device: str, dtype: to
     bf16 = {}
     if loaded_bf16 is not None:
         b = dense("_bf16", "ours_bf16")
+        bc = dense("_bf16", "ours_bf16_compiled")
+        compiled = {
+            "how": "MLMConditional(model, compile=True): torch.compile(dynamic=False, freezing) of the encoder",
+            "chain_steps_per_s": med["ours_bf16_compiled"],
+            "effective_gflops": statistics.median(flops_rate["ours_bf16_compiled"]) / 1e9,
+            "roofline_fraction": bc["roofline_fraction"], "roofline_failed": bc["roofline_failed"],
+            "per_round_fraction": bc["per_round_fraction"],
+            **({"roofline_failed_reason": bc["roofline_failed_reason"]} if bc["roofline_failed"] else {}),
+            "speedup_over_eager_bf16": _median_ratio(rates["ours_bf16_compiled"], rates["ours_bf16"]),
+            "speedup_over_fp32_ours": _median_ratio(rates["ours_bf16_compiled"], rates["ours"]),
+            "per_round_chain_steps_per_s": rates["ours_bf16_compiled"],
+            **compiled_info,
+        }
         bf16 = {"bf16": {
             "chain_steps_per_s": med["ours_bf16"],
             "effective_gflops": statistics.median(flops_rate["ours_bf16"]) / 1e9,
@@ -366,6 +411,7 @@ def glauber_bench(loaded: _Loaded, *, batch: int, n: int, device: str, dtype: to
                                                    fp32["dense_matmul"]["per_round_ceiling_gflops"]),
             "per_round_chain_steps_per_s": rates["ours_bf16"],
             "baselines": "(a) and (b) in fp32, as the public samplers run",
+            "compiled": compiled,
         }}
     samplers = ("one_chain", "shared_site_full_head", "ours")
     return {
@@ -459,6 +505,21 @@ def _met(value: float | None, target: float) -> bool:
     return judge(value, target)["met"] is True
 
 
+def bf16_goal(step: Mapping[str, Any]) -> dict[str, Any]:
+    """The bf16 goal for one model: the library's default step (c) at ``BF16_ROOFLINE_GOAL`` or
+    more of the bf16 ceiling (median over rounds, with the rounds' range), and the compiled step
+    (c')'s verdict beside it (``compiled``)."""
+    if "bf16" not in step:
+        return judge(None, BF16_ROOFLINE_GOAL, why_none="bf16 not timed (no native bf16 kernels)")
+    b = step["bf16"]
+    out = {**judge(b["roofline_fraction"], BF16_ROOFLINE_GOAL), "step": "(c), eager attention"}
+    if "per_round_fraction" in b:
+        out["rounds_range"] = [min(b["per_round_fraction"]), max(b["per_round_fraction"])]
+    if "compiled" in b:
+        out["compiled"] = judge(b["compiled"]["roofline_fraction"], BF16_ROOFLINE_GOAL)
+    return out
+
+
 def base_size_bench(device: str, quick: bool, bf16: bool) -> dict[str, Any]:
     """(a)-(d) for mpnet-base-mlm (fp32, and bf16 when ``bf16``) at batch 16, n = 32: modest, so
     that a full CPU run stays within minutes on 2 cores."""
@@ -511,10 +572,8 @@ def run_device(device: str, quick: bool) -> dict[str, Any]:
         result["bf16_targets"] = {"speedup_over_fp32_ours": 1.6, "roofline_fraction": BF16_ROOFLINE_GOAL,
                                   "speedup_vs_shared_site_full_head": 2.0, "speedup_vs_one_chain": 5.0}
         result["base_size"] = base_size_bench(device, quick, bf16_cpu["native"])
-        result["bf16_roofline_goal"] = {
-            name: judge(step["bf16"]["roofline_fraction"], BF16_ROOFLINE_GOAL) if "bf16" in step
-            else judge(None, BF16_ROOFLINE_GOAL, why_none="bf16 not timed (no native bf16 kernels)")
-            for name, step in ((loaded.name, gs), (BASE_MLM, result["base_size"]["glauber_step"]))}
+        result["bf16_roofline_goal"] = {name: bf16_goal(step) for name, step in
+                                        ((loaded.name, gs), (BASE_MLM, result["base_size"]["glauber_step"]))}
         if "bf16" in gs:
             b = gs["bf16"]
             result["bf16"] = {k: b[k] for k in ("chain_steps_per_s", "speedup_over_fp32_ours", "roofline_fraction",
@@ -547,6 +606,11 @@ def _summary(dev: str, label: str, gs: Mapping[str, Any]) -> None:
               f"{b['speedup_vs_shared_site_full_head']:.2f}x (b), {b['speedup_vs_one_chain']:.1f}x (a); bf16 roofline "
               f"fraction {fraction_text(b)} of {b['dense_matmul_gflops']:.1f} GFLOP/s (best shape: "
               f"{b['dense_matmul']['best_shape']})")
+        c = b["compiled"]
+        print(f"{dev} {label} bf16 compiled: {c['chain_steps_per_s']:.1f} chain-steps/s, "
+              f"{c['speedup_over_eager_bf16']:.2f}x eager bf16, bf16 roofline fraction {fraction_text(c)} "
+              f"(compiled in {c['compile_s']:.0f} s; KL(fp32 || bf16) {c['fidelity']['kl_fp32_to_eager_bf16']:.1e} "
+              f"eager, {c['fidelity']['kl_fp32_to_compiled_bf16']:.1e} compiled)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -572,7 +636,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{dev} bf16: not timed: {res['bf16_not_timed']}")
         if "bf16_roofline_goal" in res:
             print(f"{dev} bf16 roofline goal >= {BF16_ROOFLINE_GOAL}: "
-                  + "; ".join(f"{k}: {v['status']}" for k, v in res["bf16_roofline_goal"].items()))
+                  + "; ".join(f"{k}: {v['status']}" + (f" ((c') compiled: {v['compiled']['status']})" if "compiled" in v else "")
+                              for k, v in res["bf16_roofline_goal"].items()))
         print(f"{dev}: wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} in {res['wall_s']:.0f} s")
     return 0
 

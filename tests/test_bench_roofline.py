@@ -59,6 +59,21 @@ def test_glauber_bench_on_a_tiny_bert(bench):
     gs = bench.glauber_bench(loaded, batch=4, n=6, device="cpu", dtype=torch.float32, rounds=1,
                              one_chain_chains=2, loaded_bf16=loaded16)
     tokens, hidden, inner, vocab = 4 * 8, 32, 64, tiny.model.config.vocab_size
+    comp = gs["bf16"]["compiled"]
+    assert comp["chain_steps_per_s"] > 0 and comp["compile_s"] >= 0
+    fid = comp["fidelity"]
+    # bf16 rounding, not a different model: the compiled step stays as close to fp32 as eager bf16
+    assert fid["rows"] == 4 and 0 <= fid["kl_fp32_to_compiled_bf16"] < 1e-2
+    assert 0 <= fid["kl_eager_to_compiled_bf16"] < 1e-2
+    if comp["roofline_failed"]:
+        assert comp["roofline_fraction"] is None and comp["roofline_failed_reason"]
+    else:
+        assert 0 < comp["roofline_fraction"] <= 1
+    goal = bench.bf16_goal(gs)
+    assert goal["measured"] == gs["bf16"]["roofline_fraction"] and goal["compiled"]["measured"] == comp["roofline_fraction"]
+    lo, hi = goal["rounds_range"]
+    assert lo <= hi and len(gs["bf16"]["per_round_fraction"]) == 1
+    assert bench.bf16_goal({})["met"] is None
     for step in (gs, gs["bf16"]):
         dense = step["dense_matmul"]
         assert {k: v for k, v in dense["shapes"].items() if k != "square"} == {
