@@ -1,5 +1,7 @@
 """The bf16 fidelity measures are exact where the answer is known."""
 
+import math
+
 import torch
 
 from tokendyn import fidelity, toy
@@ -35,3 +37,17 @@ def test_rounded_logits_move_the_conditional_a_little_and_more_at_low_tau():
     r = fidelity.conditional_kl(m, Rounded(m), x, sites, [0.25, 1.0, 4.0])
     mean = r.kl.mean(1)
     assert 0 < float(mean[2]) < float(mean[1]) < float(mean[0]) < 1e-3
+
+
+def test_logits_kl_is_the_closed_form_and_ignores_the_unsupported_tokens():
+    """KL(Bernoulli(p) || Bernoulli(q)) in closed form; a -inf token in both rows adds nothing."""
+    inf = float("-inf")
+    p, q = 0.8, 0.5
+    ref = torch.tensor([[math.log(p / (1 - p)), 0.0, inf]], dtype=torch.float64)
+    test = torch.tensor([[0.0, 0.0, inf]], dtype=torch.float64)
+    want = p * math.log(p / q) + (1 - p) * math.log((1 - p) / (1 - q))
+    got = fidelity.logits_kl(ref, test, [1.0, 2.0])
+    assert got.shape == (2, 1)
+    assert math.isclose(float(got[0, 0]), want, rel_tol=1e-12)
+    assert 0 < float(got[1, 0]) < float(got[0, 0])  # a higher tau flattens both, and they draw closer
+    assert float(fidelity.logits_kl(ref, ref, [1.0]).abs().max()) == 0.0

@@ -184,7 +184,6 @@ def test_per_chain_temperature_is_each_rows_own_softmax():
                  tau=torch.tensor([1.0, 2.0]), seed=0)
 
 
-
 def test_probabilities_leave_the_callers_logits_alone():
     """The division by tau is done in place on a copy, never on the caller's tensor (float64
     logits would otherwise be the same storage)."""
@@ -197,6 +196,7 @@ def test_probabilities_leave_the_callers_logits_alone():
     flat = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)  # one row of logits, tau per chain
     p = S.probabilities(flat, torch.tensor([1.0, 2.0]))
     assert p.shape == (2, 3) and torch.equal(flat, torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
+
 
 @pytest.mark.slow
 def test_mixed_temperature_batch_gives_each_temperatures_exact_law():

@@ -152,10 +152,10 @@ class MLMConditional:
     ``compile=True`` runs the encoder through ``torch.compile`` with weight freezing (inductor fuses
     the GELU, LayerNorm, softmax and layout copies around the matmuls). On a 2-core AVX-512 BF16 CPU
     it ran the bf16 step at 0.99x-1.11x the eager rate (``make bench`` times both): little to gain
-    at these sizes there. It is for long runs at a fixed batch and ``n``: each new input shape compiles first (5-20 s on 2 cores), the weights are read once
-    (edit them afterwards and the compiled encoder does not see it), and the logits differ from the
-    eager ones at float rounding, so seeded chains are not bit-identical to uncompiled ones. Needs a
-    C++ compiler on the CPU.
+    at these sizes there. It is for long runs at a fixed batch and ``n``: each new input shape
+    compiles first (5-20 s on 2 cores), the weights are read once (edit them afterwards and the
+    compiled encoder does not see it), and the logits differ from the eager ones at float rounding,
+    so seeded chains are not bit-identical to uncompiled ones. Needs a C++ compiler on the CPU.
     """
 
     def __init__(self, loaded: Any, tokenizer: Any = None, *, wrap: str = "special",

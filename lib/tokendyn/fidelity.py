@@ -3,7 +3,7 @@
 Three levels, from the conditional up to the chapters' statistics:
 
 - :func:`conditional_kl`: KL(p_ref,tau || p_test,tau) between the two site conditionals, and
-  whether their argmax agrees, at every given site;
+  whether their argmax agrees, at every given site (:func:`logits_kl` from logits already at hand);
 - :func:`paired_coupling`: coupling times of the same pairs from the same seed under both models,
   and the largest gap between the two Kaplan-Meier survival curves;
 - :func:`paired_delta`: the rectangle delta of the same rectangles under both models.
@@ -53,14 +53,20 @@ def conditional_kl(ref: ConditionalModel, test: ConditionalModel, x: Tensor, sit
         sampling.check_tau(t)
     lr = ref.site_logits(x, sites).double()
     lt = test.site_logits(x, sites).double()
+    return KLResult(taus, logits_kl(lr, lt, taus).cpu(), (lr.argmax(-1) == lt.argmax(-1)).cpu())
+
+
+def logits_kl(ref_logits: Tensor, test_logits: Tensor, taus: Sequence[float]) -> Tensor:
+    """KL(softmax(ref/tau) || softmax(test/tau)) per row, ``[T, B]`` (nats), from logits ``[B, V]``
+    already computed (float64 recommended); -inf outside the support contributes nothing."""
     kls = []
     for t in taus:
-        pr = torch.log_softmax(lr / t, -1)
-        pt = torch.log_softmax(lt / t, -1)
+        pr = torch.log_softmax(ref_logits / t, -1)
+        pt = torch.log_softmax(test_logits / t, -1)
         p = pr.exp()
         terms = torch.where(p > 0, p * (pr - pt), torch.zeros_like(p))
         kls.append(terms.sum(-1).clamp_min(0.0))
-    return KLResult(taus, torch.stack(kls).cpu(), (lr.argmax(-1) == lt.argmax(-1)).cpu())
+    return torch.stack(kls)
 
 
 @dataclass(frozen=True)
