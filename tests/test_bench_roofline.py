@@ -90,7 +90,7 @@ def test_glauber_bench_on_a_tiny_bert(bench):
 
 
 def test_the_appendix_reads_a_failed_fraction_as_a_failure():
-    from tokendyn.figures.performance import fraction_text, roofline_value, target_text
+    from tokendyn.figures.performance import fraction_text, goal_text, roofline_value, target_text
 
     assert roofline_value({"roofline_fraction": 0.82}) == 0.82
     assert roofline_value({"roofline_fraction": None, "roofline_failed": True}) is None
@@ -101,3 +101,9 @@ def test_the_appendix_reads_a_failed_fraction_as_a_failure():
     assert "1.14" in fraction_text({"roofline_fraction": 1.14})
     assert target_text(0.63, 0.6) == "met" and target_text(0.48, 0.6) == "not met"
     assert target_text(None, 0.6) == "not met (failed measurement)"
+    # a goal entry reads its step's fraction again: a pre-rule 1.14 is a failure, not "met"
+    goal = {"target": 0.6, "status": "met"}
+    assert goal_text(goal, {"roofline_fraction": 0.61}) == "met"
+    assert goal_text(goal, {"roofline_fraction": 0.59}) == "not met"
+    assert goal_text(goal, {"roofline_fraction": 1.14}) == "not met (failed measurement)"
+    assert goal_text({"target": 0.6, "status": "not evaluated: no bf16"}, None) == "not evaluated: no bf16"

@@ -1,6 +1,6 @@
 """Figures of the sampler benchmarks (``benchmarks/results/glauber-<device>.json``): FLOP rates,
 per-round rates, scaling with length and batch, and the kernels side by side; and how a roofline
-fraction reads (:func:`roofline_value`, :func:`fraction_text`, :func:`target_text`: text, not figures,
+fraction reads (:func:`roofline_value`, :func:`fraction_text`, :func:`target_text`, :func:`goal_text`: text, not figures,
 so they stay out of ``__all__`` and the Performance appendix imports them from this module)."""
 
 from __future__ import annotations
@@ -99,3 +99,10 @@ def target_text(value: float | None, target: float) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "not met (failed measurement)"
     return "met" if value >= target else "not met"
+
+
+def goal_text(goal: Mapping[str, Any], step: Mapping[str, Any] | None) -> str:
+    """The verdict of ``goal`` (a ``bf16_roofline_goal`` entry: ``target``, ``status``) on ``step``
+    (the ``bf16`` block it judged): :func:`target_text` of the step's fraction, so a failed
+    measurement meets nothing; the goal's own status where bf16 was not timed (``step`` None)."""
+    return goal["status"] if step is None else target_text(roofline_value(step), goal["target"])
