@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from tokendyn.atomic import write_json  # noqa: E402
 from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.evaluation import cloze_probe, heldout_passages, heldout_scores  # noqa: E402
 from tokendyn.models import shipped  # noqa: E402
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         done[a] = run_arm(a, args, teacher, log)
         log(json.dumps(done[a]))
-        out.write_text(json.dumps(list(done.values()), indent=2) + "\n")
+        write_json(out, list(done.values()), indent=2)
     return 0
 
 

@@ -39,6 +39,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
+from tokendyn.atomic import write_json  # noqa: E402
 from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.latent import decoders  # noqa: E402
 
@@ -115,9 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu = time.process_time() - c0
         for r in got:
             r["cpu_seconds"] = round(cpu, 1)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(got))
-        tmp.replace(path)
+        write_json(path, got, end="")
         rows += got
         print(f"{time.time() - t0:7.0f} s  {name}: {len(dut.z)} latents, {sorted(dut.directions)}, "
               f"{cpu:.0f} CPU s", flush=True)

@@ -37,6 +37,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from tokendyn.atomic import write_atomic  # noqa: E402
 from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.evaluation.generation import (distinct_n, entropy_matched_perplexity, judge_nll,  # noqa: E402
                                             pooled_perplexity, repetition, text_entropies, unigram_entropy)
@@ -63,9 +64,12 @@ def score_cell(path: Path, make) -> dict[str, np.ndarray]:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
     out = make()
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, **out)
-    tmp.replace(path)
+
+    def save(p: Path) -> None:
+        with open(p, "wb") as fh:  # a file, not a name: np.savez would add ".npz" to the temporary's
+            np.savez(fh, **out)
+
+    write_atomic(path, save)
     return out
 
 

@@ -35,6 +35,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
+from tokendyn.atomic import write_json  # noqa: E402
 from tokendyn.checkpoint import kept_or_computed, params_key  # noqa: E402
 from tokendyn.checks import check_choice, check_range  # noqa: E402
 from tokendyn.data import TOPICS  # noqa: E402
@@ -124,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                                                        models + [args.reference]).items():
             kept = ROOT / "checkpoints" / "size-ladder" / f"{name.replace('/', '_')}-{key}.json"
             if not kept.is_file():
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                kept.write_text(json.dumps(row))
+                write_json(kept, row, end="")
     rows, t0 = [], time.time()
     for name in models + [args.reference]:
         path = ROOT / "checkpoints" / "size-ladder" / f"{name}-{key}.json"

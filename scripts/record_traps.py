@@ -38,6 +38,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from tokendyn.atomic import write_json  # noqa: E402
 from tokendyn.checkpoint import kept_or_computed, params_key  # noqa: E402
 from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.glauber import check_tau  # noqa: E402
@@ -142,8 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                                                        models).items():
             kept = ROOT / "checkpoints" / "traps" / f"{name.replace('/', '_')}-{key}.json"
             if not kept.is_file():
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                kept.write_text(json.dumps(row))
+                write_json(kept, row, end="")
     rows, t0 = [], time.time()
     for name in models:
         path = ROOT / "checkpoints" / "traps" / f"{name.replace('/', '_')}-{key}.json"

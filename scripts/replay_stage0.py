@@ -32,6 +32,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from tokendyn import paths, results  # noqa: E402
+from tokendyn.atomic import write_json, write_text  # noqa: E402
 from tokendyn.models import shipped  # noqa: E402
 from tokendyn.training.head import recipe_text, replay_mask_row  # noqa: E402
 
@@ -71,7 +72,7 @@ def write_model_json(name: str, row: dict, commit: str) -> None:
             new["head_minutes"] = head_min
     new["recipe"] = recipe_text(tr["mask_row_steps"], tr["top_layers"])
     meta["training"] = new
-    (d / "model.json").write_text(json.dumps(meta, indent=2) + "\n")
+    write_json(d / "model.json", meta, indent=2)
     readme = (d / "README.md").read_text()
     lines = readme.split("\n")
     for i, line in enumerate(lines):
@@ -80,7 +81,7 @@ def write_model_json(name: str, row: dict, commit: str) -> None:
             head, _, rest = line.rpartition(" min ")
             prefix = head.rsplit("; ", 1)[0]
             lines[i] = f"{prefix}; {new['train_minutes']} min ({stage0} of them stage 0, replayed) {rest}"
-    (d / "README.md").write_text("\n".join(lines))
+    write_text(d / "README.md", "\n".join(lines))
 
 
 def main(argv: list[str] | None = None) -> int:

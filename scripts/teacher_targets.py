@@ -47,6 +47,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
+from tokendyn.atomic import write_json  # noqa: E402
 from tokendyn.checks import check_choice, check_range  # noqa: E402
 from tokendyn.evaluation import causal_cloze_probe  # noqa: E402
 from tokendyn.models import load_ar, shipped  # noqa: E402
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         if made.is_file() and json.loads(made.read_text()) != kind:
             raise SystemExit(f"{out} holds shards made with {made.read_text().strip()}, not {kind}: "
                              "use another --out")
-        made.write_text(json.dumps(kind) + "\n")
+        write_json(made, kind)
 
     log = timestamped_log(fh)
     log(f"args {vars(args)}")
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     vmap = vocab_map(ar.tokenizer, bert_tok)
     if args.probe_only:
         pr = causal_cloze_probe(ar.model, ar.tokenizer)
-        (out / "teacher_probe.json").write_text(json.dumps(pr, indent=2) + "\n")
+        write_json(out / "teacher_probe.json", pr, indent=2)
         log(f"teacher on the probe (top-{pr['k']} left-context words re-ranked by the whole sentence): "
             f"top1 {pr['top1']:.3f} top5 {pr['top5']:.3f} copy {pr['copy_rate']:.3f}")
         return 0
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             "generated_sentences": len(gen), "corpus_sentences": len(sents) - len(gen),
             "soft_targets": int(t["tid"].shape[0]), "overlap_generated": probe_overlap(gen),
             "overlap_all": probe_overlap(sents)}
-    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    write_json(out / "meta.json", meta, indent=2)
     log(f"meta {json.dumps(meta)}")
     return 0
 

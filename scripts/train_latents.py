@@ -15,7 +15,6 @@ when present, otherwise CPU; use `nice -n 10` on a shared machine.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import asdict
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from tokendyn.atomic import write_json, write_text
 from tokendyn.latent.flow import FlowConfig
 from tokendyn.latent.image import ImageAEConfig, ImageAutoencoder, digits, faces, faces_model_dir
 from tokendyn.latent.image import model_dir as image_dir
@@ -50,7 +50,7 @@ FACES = dict(seed=0, heldout_every=10, channels=4, hidden=32, ae_steps=3000, ae_
 
 
 def write_readme(d: Path, title: str, body: str) -> None:
-    (d / "README.md").write_text(f"# {title}\n\n{body.strip()}\n")
+    write_text(d / "README.md", f"# {title}\n\n{body.strip()}\n")
 
 
 def write_config(d: Path, stage: str, cfg: dict, losses: list[float], t_start: float) -> dict:
@@ -59,7 +59,7 @@ def write_config(d: Path, stage: str, cfg: dict, losses: list[float], t_start: f
     cfg = {**cfg, "final_flow_loss": round(losses[-1], 5), "device": DEVICE,
            "train_minutes": round((time.time() - t_start) / 60, 1),
            "command": f"nice -n 10 .venv/bin/python scripts/train_latents.py {stage}"}
-    (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    write_json(d / "config.json", cfg, indent=2)
     return cfg
 
 

@@ -39,6 +39,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
+from tokendyn.atomic import write_json, write_text  # noqa: E402
 from tokendyn.checks import check_choice, check_range  # noqa: E402
 from tokendyn.evaluation import evaluate  # noqa: E402
 from tokendyn.models import shipped  # noqa: E402
@@ -179,9 +180,10 @@ def export(args: argparse.Namespace, run: TrainedMLM, device: torch.device, log:
                                   if args.model.endswith("-nopolitics") else
                                   "Wikipedia leads (minus held-out 5%), Wikibooks recipes, Moby-Dick, "
                                   f"State of the Union capped at {args.sotu_share:.0%} of words")}}
-    (out / "model.json").write_text(json.dumps(meta, indent=2) + "\n")
+    write_json(out / "model.json", meta, indent=2)
     tr = meta["training"]
-    (out / "README.md").write_text(
+    write_text(
+        out / "README.md",
         f"# {args.model}\n\n{shipped.RECIPES[args.model].description}.\n\n"
         f"- Architecture: {meta['architecture']}, {meta['n_params']:,} parameters; this folder ships "
         f"{meta['n_shipped_params']:,} of them ({size / 1e6:.1f} MB, fp16), the rest come from: {base}.\n"
@@ -201,9 +203,9 @@ def export(args: argparse.Namespace, run: TrainedMLM, device: torch.device, log:
         cache = Path(args.ckpt_dir) / args.model / f"untrained_eval_s{args.seed}_p{args.eval_passages}.json"
         if not cache.is_file():
             m0, t0, _ = shipped.build(args.model, torch.Generator().manual_seed(args.seed))
-            cache.write_text(json.dumps(evaluate(m0.eval(), t0, n_passages=args.eval_passages)))
+            write_json(cache, evaluate(m0.eval(), t0, n_passages=args.eval_passages), end="")
         ev["untrained_head"] = json.loads(cache.read_text())
-    (out / "eval.json").write_text(json.dumps(ev, indent=2) + "\n")
+    write_json(out / "eval.json", ev, indent=2)
     log(f"eval {json.dumps({k: ev[k] for k in ('top1', 'top5', 'copy_rate', 'pseudo_perplexity')})}")
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tokendyn import checkpoint, experiments, glauber, toy
+from tokendyn import atomic, checkpoint, experiments, glauber, toy
 
 N_CELLS = 8
 TAUS = [0.8, 2.0]
@@ -98,7 +98,7 @@ def _worker() -> None:
             wait_for_the_kill()
 
     checkpoint.save_file = save
-    real_fsync = checkpoint._fsync
+    real_fsync = atomic._fsync_file  # every atomic write flushes its temporary file, then renames it
 
     def fsync(path):
         real_fsync(path)
@@ -106,7 +106,7 @@ def _worker() -> None:
         if kind == "rename" and count["syncs"] == int(at):
             wait_for_the_kill()  # a complete temporary file, not yet renamed onto its cell
 
-    checkpoint._fsync = fsync
+    atomic._fsync_file = fsync
     print("ready", flush=True)
     out = survey(folder)
     note(f"end {count['passes']}")

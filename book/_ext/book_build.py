@@ -57,15 +57,12 @@ def _records(app) -> tuple[list[dict], str]:
     """The results records the pages show: those stored in each chapter notebook as rendered
     (``tokendyn.results.notebook_records``), so the scoreboard and the chapters come from one run.
     Without any, the JSON files of ``_build/results``."""
-    from tokendyn import results
+    from tokendyn import claims, results
 
     records = [r for nb in sorted((ROOT / "book").glob("*.ipynb")) for r in results.notebook_records(_shown(app, nb))]
     if records:
         return records, "the executed chapter notebooks (the outputs these pages show)"
-    out = _results_dir()
-    records = [json.loads(f.read_text()) | {"chapter": json.loads(f.read_text()).get("chapter", f.stem)}
-               for f in sorted(out.glob("*.json"))]
-    return records, "<code>_build/results/</code>"
+    return claims.records_in(_results_dir()), "<code>_build/results/</code>"
 
 
 def _fill(app, doctree, docname) -> None:
@@ -75,7 +72,7 @@ def _fill(app, doctree, docname) -> None:
     import sys
 
     sys.path.insert(0, str(ROOT / "lib"))
-    from tokendyn import claims
+    from tokendyn import atomic, claims
 
     records, where = _records(app)
     board = claims.scoreboard_from(records)
@@ -85,7 +82,7 @@ def _fill(app, doctree, docname) -> None:
     for rec in records:
         prov = rec.get("provenance", {})
         name = rec.get("chapter", "?")
-        (out / f"{name}.json").write_text(json.dumps(rec, indent=2, sort_keys=True) + "\n")
+        atomic.write_json(out / f"{name}.json", rec, indent=2, sort_keys=True)
         commit = (prov.get("git_commit") or "?")[:10] + (" (uncommitted changes)" if prov.get("git_dirty") else "")
         made.append(f"<li><a href=\"../results/{name}.json\"><code>{name}.json</code></a>: "
                     f"tokendyn {prov.get('tokendyn_version', '?')}, "

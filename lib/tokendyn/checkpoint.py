@@ -1,7 +1,7 @@
 """Checkpoint and resume for long runs: tensors as safetensors, everything else as JSON.
 
-Writes are atomic (write a temporary file in the same folder, flush it to disk, then
-``os.replace``), so a run killed mid-write leaves the previous checkpoint intact, never a
+Writes are atomic (:mod:`tokendyn.atomic`: a temporary file in the same folder, flushed to disk,
+then ``os.replace``), so a run killed mid-write leaves the previous checkpoint intact, never a
 half-written one.
 
 The usual pattern splits a long run into cells (one per model, tau and n, say) and lets
@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ import torch
 from safetensors.torch import load as _load_bytes
 from safetensors.torch import save_file
 
+from .atomic import read_record, write_atomic, write_json
 from .checks import check_choice
 
 __all__ = ["save_tensors", "load_tensors", "save_json", "load_json", "kept_or_computed", "params_key",
@@ -51,26 +51,6 @@ ON_MISMATCH = ("raise", "recompute")
 class CheckpointError(ValueError):
     """A checkpoint that cannot be trusted: unreadable, failing its checksum, or written for other
     parameters or another model. The message names the file and how to recompute it."""
-
-
-def _fsync(path: Path) -> None:
-    with open(path, "rb+") as f:
-        os.fsync(f.fileno())
-
-
-def _atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a checkpoint is an ordinary readable file
-        _fsync(Path(tmp))  # the bytes are on disk before the name points at them
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
 
 
 def _tensor_bytes(t: torch.Tensor) -> memoryview:
@@ -99,7 +79,7 @@ def save_tensors(path: str | Path, tensors: Mapping[str, torch.Tensor],
     flat = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
     meta_json = json.dumps(dict(meta or {}), sort_keys=True, default=_canon_default)
     md = {_META_KEY: meta_json, _SUM_KEY: _digest(flat, meta_json)}
-    return _atomic_write(Path(path), lambda p: save_file(flat, str(p), metadata=md))
+    return write_atomic(path, lambda p: save_file(flat, str(p), metadata=md))
 
 
 def _remedy(path: Path) -> str:
@@ -140,13 +120,14 @@ def load_tensors(path: str | Path, *, require_checksum: bool = False
 
 def save_json(path: str | Path, obj: Any) -> Path:
     """Atomically write a JSON document (sorted keys, indented)."""
-    text = json.dumps(obj, indent=2, sort_keys=True) + "\n"
-    return _atomic_write(Path(path), lambda p: p.write_text(text))
+    return write_json(path, obj, indent=2, sort_keys=True)
 
 
-def load_json(path: str | Path) -> Any:
-    """Read a JSON document."""
-    return json.loads(Path(path).read_text())
+def load_json(path: str | Path) -> dict[str, Any]:
+    """Read a JSON object (:func:`tokendyn.atomic.read_record`: a missing, damaged or non-object
+    file raises :class:`~tokendyn.atomic.RecordError` naming it and saying to delete it to
+    recompute it)."""
+    return read_record(path, remake=f"delete it (rm '{path}') and rerun: what it kept is recomputed")
 
 
 def kept_or_computed(path: str | Path, compute: Callable[[], Any], *,
@@ -160,7 +141,7 @@ def kept_or_computed(path: str | Path, compute: Callable[[], Any], *,
         if accept is None or accept(kept):
             return kept, True
     value = compute()
-    _atomic_write(path, lambda p: p.write_text(json.dumps(value)))
+    write_json(path, value, end="")
     return value, False
 
 

@@ -12,12 +12,12 @@ the book's "Verdict rules" page.
 from __future__ import annotations
 
 import html
-import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .atomic import read_record
 from .stats import Estimate
 from .verdicts import WORDS, Verdict
 
@@ -220,14 +220,24 @@ def table(findings: list[Finding]) -> Table:
     return Table([_row(f) for f in findings])
 
 
-def scoreboard(results_dir: str | Path) -> Table:
-    """All sixteen claims, each with every finding that a chapter's results JSON in ``results_dir`` records."""
+def records_in(results_dir: str | Path) -> list[dict[str, Any]]:
+    """Every chapter's results record in ``results_dir`` (``<chapter>.json``), in file order, each
+    with its ``chapter`` (the file's stem when it holds none). A damaged record raises
+    :class:`~tokendyn.atomic.RecordError` naming it: the scoreboard never drops a chapter's claims
+    silently."""
     records = []
     for path in sorted(Path(results_dir).glob("*.json")):
-        record = json.loads(path.read_text())
+        record = read_record(path, keys=("claims",), remake=f"re-execute the chapter book/{path.stem}.ipynb "
+                             "(it writes this record), or delete the file to leave its claims unmeasured")
         record.setdefault("chapter", path.stem)
         records.append(record)
-    return scoreboard_from(records)
+    return records
+
+
+def scoreboard(results_dir: str | Path) -> Table:
+    """All sixteen claims, each with every finding that a chapter's results JSON in ``results_dir``
+    records (:func:`records_in`)."""
+    return scoreboard_from(records_in(results_dir))
 
 
 def scoreboard_from(records: list[dict[str, Any]]) -> Table:

@@ -26,6 +26,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from .atomic import write_text
+
 SUMS = "SHA256SUMS"
 MANIFEST = Path(__file__).with_name("assets") / SUMS
 _SETUP = "rerun `bash scripts/setup_env.sh` (`make setup` runs it when its inputs change)"
@@ -58,9 +60,7 @@ def read_sums(path: str | Path) -> dict[str, str]:
 
 
 def _write_sums(path: Path, sums: dict[str, str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(f"{d}  {n}\n" for n, d in sorted(sums.items())))
-    tmp.replace(path)
+    write_text(path, "".join(f"{d}  {n}\n" for n, d in sorted(sums.items())))
 
 
 def record(*paths: str | Path) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from . import __version__
+from .atomic import MissingRecordError, RecordError, read_record, write_json, write_text  # noqa: F401 (the errors: re-exported)
 from .jsonable import plain as _plain
 from .paths import results_dir
 
@@ -91,14 +92,12 @@ def save(chapter: str, metrics: dict[str, Any], *, params: dict[str, Any], seed:
     so the executed notebook a page shows carries the very numbers the scoreboard reads
     (:func:`notebook_records`).
     """
-    out = Path(out_dir) if out_dir is not None else results_dir()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{chapter}.json"
+    path = (Path(out_dir) if out_dir is not None else results_dir()) / f"{chapter}.json"
     record = {"chapter": chapter, "metrics": _plain(metrics),
               "claims": [c.to_dict() if hasattr(c, "to_dict") else dict(c) for c in (claims or [])],
               "provenance": provenance(params, seed, models, setup)}
     text = json.dumps(record, indent=2, sort_keys=True) + "\n"
-    path.write_text(text)
+    write_text(path, text)
     _show_in_notebook(json.loads(text))
     return path
 
@@ -126,10 +125,20 @@ def notebook_records(notebook: str | Path) -> list[dict[str, Any]]:
     return found
 
 
+CHAPTER_KEYS = ("chapter", "metrics", "claims", "provenance")
+"""The keys of every record :func:`save` writes."""
+
+
 def load(chapter: str, out_dir: str | Path | None = None) -> dict[str, Any]:
-    """Read back a chapter's record written by :func:`save`."""
+    """Read back a chapter's record written by :func:`save` (:class:`RecordError`, naming the file,
+    when it is missing, damaged or lacks one of :data:`CHAPTER_KEYS`)."""
     out = Path(out_dir) if out_dir is not None else results_dir()
-    return json.loads((out / f"{chapter}.json").read_text())
+    return read_record(out / f"{chapter}.json", keys=CHAPTER_KEYS,
+                       remake=f"re-execute the chapter book/{chapter}.ipynb (it writes this record)")
+
+
+RUN_KIND = "coupling times"
+"""The ``kind`` of a record :func:`save_run` writes."""
 
 
 def save_run(path: str | Path, cells: dict[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]], *,
@@ -141,19 +150,19 @@ def save_run(path: str | Path, cells: dict[tuple[str, int, float], tuple[torch.T
     line that remakes the run. Returns the path written.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"kind": "coupling times", "command": command,
+    record = {"kind": RUN_KIND, "command": command,
               "cells": [{"model": m, "n": int(n), "tau": float(t), "times": [int(v) for v in T.tolist()],
                          "censored": [bool(v) for v in c.tolist()]} for (m, n, t), (T, c) in cells.items()],
               "provenance": provenance(params, seed, models, setup)}
-    path.write_text(json.dumps(record, sort_keys=True) + "\n")
+    write_json(path, record, sort_keys=True)
     return path
 
 
 def load_run(path: str | Path) -> tuple[dict[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]],
                                          dict[str, Any]]:
-    """Read a run recorded by :func:`save_run`: ``(cells, {"command", "provenance"})``."""
-    record = json.loads(Path(path).read_text())
+    """Read a run recorded by :func:`save_run`: ``(cells, {"command", "provenance"})``
+    (:class:`RecordError`, naming the file and its command, when it is damaged or another kind)."""
+    record = read_record(path, kind=RUN_KIND, keys=("cells", "command", "provenance"))
     cells = {(c["model"], c["n"], c["tau"]): (torch.tensor(c["times"], dtype=torch.long),
                                               torch.tensor(c["censored"], dtype=torch.bool))
              for c in record["cells"]}
@@ -225,14 +234,15 @@ def save_rows(path: str | Path, rows: list[dict[str, Any]], *, kind: str, comman
     """Record a table of results (one dict per row) as an artifact (``data/runs/``), with the command
     line that remakes it and its provenance. Returns the path written."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     record = {"kind": kind, "command": command, "rows": _plain(rows),
               "provenance": provenance(params, seed, models, setup)}
-    path.write_text(json.dumps(record, sort_keys=True) + "\n")
+    write_json(path, record, sort_keys=True)
     return path
 
 
-def load_rows(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Read a table recorded by :func:`save_rows`: ``(rows, {"kind", "command", "provenance"})``."""
-    record = json.loads(Path(path).read_text())
+def load_rows(path: str | Path, kind: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Read a table recorded by :func:`save_rows`: ``(rows, {"kind", "command", "provenance"})``;
+    ``kind``: the kind of run it must be. :class:`RecordError`, naming the file and its command,
+    when it is missing, damaged, lacks a key or is another kind."""
+    record = read_record(path, kind=kind, keys=("kind", "command", "rows", "provenance"))
     return record["rows"], {k: record[k] for k in ("kind", "command", "provenance")}

@@ -41,6 +41,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .atomic import read_record, write_atomic, write_json, write_text
 from .checks import check_choice, check_range
 from .jsonable import plain as _plain
 
@@ -193,12 +194,6 @@ def is_done(folder: str | Path) -> bool:
     return (Path(folder) / _DONE).is_file()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def run_one(notebook: str | Path, params: Mapping[str, Any], out_root: str | Path, *,
             kernel_name: str = "python3", timeout_s: int | None = None) -> Path:
     """Execute one chapter with ``params`` into its point folder (:func:`point_dir`); return it.
@@ -217,11 +212,10 @@ def run_one(notebook: str | Path, params: Mapping[str, Any], out_root: str | Pat
     out = Path(out_root).resolve() / f"{nb.stem}-{key}"
     if is_done(out):
         return out
-    out.mkdir(parents=True, exist_ok=True)
     plain = _plain(dict(params))
-    (out / "params.json").write_text(json.dumps(plain, indent=2, sort_keys=True))
-    (out / "point.json").write_text(json.dumps({"chapter": nb.stem, "notebook": nb.name, "key": key,
-                                                "code": code, "params": plain}, indent=2, sort_keys=True))
+    write_json(out / "params.json", plain, end="", indent=2, sort_keys=True)
+    write_json(out / "point.json", {"chapter": nb.stem, "notebook": nb.name, "key": key, "code": code,
+                                    "params": plain}, end="", indent=2, sort_keys=True)
     old = os.environ.get("TOKENDYN_RESULTS")
     os.environ["TOKENDYN_RESULTS"] = str(out)
     try:
@@ -233,7 +227,7 @@ def run_one(notebook: str | Path, params: Mapping[str, Any], out_root: str | Pat
             os.environ.pop("TOKENDYN_RESULTS", None)
         else:
             os.environ["TOKENDYN_RESULTS"] = old
-    _write_atomic(out / _DONE, "ok\n")
+    write_text(out / _DONE, "ok\n")
     return out
 
 
@@ -294,13 +288,26 @@ def parameter_names(notebook: str | Path) -> list[str] | None:
     return [r["name"] for r in chapter_parameters(notebook)]
 
 
+POINT_KEYS = ("metrics", "provenance")
+"""What a point's results record must hold to be gathered (:func:`tokendyn.results.save` writes both)."""
+
+
+def read_point(folder: Path, f: Path) -> dict[str, Any]:
+    """The results record ``f`` of the point in ``folder``;
+    :class:`~tokendyn.atomic.RecordError` naming the file when it is damaged or lacks
+    :data:`POINT_KEYS`, with how to rerun the point."""
+    return read_record(f, keys=POINT_KEYS,
+                       remake=f"delete the point's folder (rm -r '{folder}') and run the sweep again: it reruns that point")
+
+
 def collect(out_root: str | Path, chapter: str) -> list[dict[str, Any]]:
-    """Every finished run's results record for ``chapter`` under ``out_root``, in folder order."""
+    """Every finished run's results record for ``chapter`` under ``out_root``, in folder order
+    (a damaged one raises :class:`~tokendyn.atomic.RecordError`, see :func:`read_point`)."""
     rows = []
     for d in sorted(Path(out_root).glob("*/")):
         f = d / f"{chapter}.json"
         if is_done(d) and f.is_file():
-            rows.append(json.loads(f.read_text()))
+            rows.append(read_point(d, f))
     return rows
 
 
@@ -339,7 +346,8 @@ def gather(notebook: str | Path, points: Sequence[Mapping[str, Any]], out_root: 
 
     Columns: ``point`` (the folder name), the parameters, ``status`` (``done`` or ``missing``),
     every metric of the point's results JSON (nested ones as ``a.b``), and ``provenance.*`` (seed,
-    models, library and torch versions, Python, device, time written).
+    models, library and torch versions, Python, device, time written). A finished point whose
+    results JSON is damaged raises :class:`~tokendyn.atomic.RecordError` (:func:`read_point`).
     """
     import pandas as pd
 
@@ -353,12 +361,12 @@ def gather(notebook: str | Path, points: Sequence[Mapping[str, Any]], out_root: 
         row["status"] = "done" if done else "missing"
         f = _results_file(folder, nb.stem) if done else None
         if f is not None:
-            rec = json.loads(f.read_text())
+            rec = read_point(folder, f)
             metrics: dict[str, Any] = {}
-            _flatten("", rec.get("metrics", {}), metrics)
+            _flatten("", rec["metrics"], metrics)
             for k, v in metrics.items():
                 row[k if k not in row else f"metric.{k}"] = v
-            prov = dict(rec.get("provenance", {}))
+            prov = dict(rec["provenance"])
             prov.pop("params", None)  # the parameters are columns already
             if isinstance(prov.get("models"), list):
                 prov["models"] = ", ".join(map(str, prov["models"]))
@@ -378,8 +386,6 @@ def write_table(table, path_stem: str | Path, fmt: str = "auto") -> Path:
         except ImportError:
             fmt = "csv"
     path = Path(f"{path_stem}.{fmt}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
     if fmt == "parquet":
         safe = table.copy()
         for c in safe.columns:  # a column of mixed types (a metric that is a number or "n/a")
@@ -387,11 +393,8 @@ def write_table(table, path_stem: str | Path, fmt: str = "auto") -> Path:
                 kinds = {type(v) for v in safe[c] if v is not None and not (isinstance(v, float) and math.isnan(v))}
                 if len(kinds) > 1:
                     safe[c] = safe[c].map(lambda v: None if v is None else str(v))
-        safe.to_parquet(tmp, index=False)
-    else:
-        table.to_csv(tmp, index=False)
-    os.replace(tmp, path)
-    return path
+        return write_atomic(path, lambda p: safe.to_parquet(p, index=False))
+    return write_atomic(path, lambda p: table.to_csv(p, index=False))
 
 
 # --- the sweep -----------------------------------------------------------------------------------

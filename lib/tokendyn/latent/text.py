@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..atomic import write_json
 from ..checks import check_choice, check_range
 from ..evaluation.heldout import choose, is_heldout
 from ..paths import data_dir
@@ -65,7 +66,7 @@ class WordTokenizer:
         return " ".join(self.words[int(i)] for i in ids)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.words, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(path, self.words, ensure_ascii=False)
 
     @classmethod
     def load(cls, path: str | Path) -> WordTokenizer:

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from .. import integrity
+from ..atomic import replace_dir
 from ..devices import default_device, default_dtype
 from ..paths import assets_dir
 from . import shipped
@@ -178,19 +179,21 @@ def smollm2_gguf_path() -> Path:
 
 
 def _cache_fp32(model: Any, tok: Any, cache: Path) -> None:
-    """Save a dequantised model as plain fp32 safetensors (transformers refuses GGUF-loaded ones)."""
+    """Save a dequantised model as plain fp32 safetensors (transformers refuses GGUF-loaded ones):
+    the whole ``cache`` folder at once (:func:`tokendyn.atomic.replace_dir`), so a load never sees
+    a half-written copy."""
     from safetensors.torch import save_model
 
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
+    def fill(d: Path) -> None:
         cfg = model.config.to_dict()
         cfg.pop("quantization_config", None)
-        type(model.config).from_dict(cfg).save_pretrained(str(cache))
-        tok.save_pretrained(str(cache))
-        (cache / integrity.SUMS).unlink(missing_ok=True)  # no stale digest beside a new copy
-        save_model(model, str(cache / "model.safetensors.tmp"))
-        (cache / "model.safetensors.tmp").replace(cache / "model.safetensors")
-        integrity.record(cache / "model.safetensors")  # what load_ar checks the copy against
+        type(model.config).from_dict(cfg).save_pretrained(str(d))
+        tok.save_pretrained(str(d))
+        save_model(model, str(d / "model.safetensors"))
+        integrity.record(d / "model.safetensors")  # what load_ar checks the copy against
+
+    try:
+        replace_dir(cache, fill)
     except OSError:
         pass  # a read-only prefix only costs the next load its 45 s
 

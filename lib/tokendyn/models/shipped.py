@@ -36,6 +36,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from .. import integrity
+from ..atomic import write_atomic
 from ..paths import data_dir
 from ..training.weights_init import init_weights
 from .loaded import LoadedMLM, n_params
@@ -328,7 +329,7 @@ def save_weights(model: torch.nn.Module, names: list[str], path: str | Path) -> 
         base, row = split_row(n)
         t = params[base].detach() if row is None else params[base].detach()[row]
         out[n] = t.to(torch.float16).contiguous()
-    save_file(out, str(path))
+    write_atomic(path, lambda p: save_file(out, str(p)))
     integrity.record(path)
     return Path(path).stat().st_size
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from ..atomic import write_atomic, write_text
 from ..checks import check_choice, check_range
 from .loaded import LoadedMLM, n_params
 
@@ -185,8 +186,8 @@ def save_tiny_mpnet(out_dir: str | Path, *, seed: int = 0, hidden: int = 16, lay
                            AddedToken("<mask>", lstrip=True, special=True)])
     tk.enable_padding(pad_id=1, pad_token="<pad>", length=128)
     tk.enable_truncation(128)
-    tk.save(str(out / "tokenizer.json"))
-    (out / "vocab.txt").write_text("".join(f"{p}\n" for p in vocab))
+    write_atomic(out / "tokenizer.json", lambda p: tk.save(str(p)))
+    write_text(out / "vocab.txt", "".join(f"{p}\n" for p in vocab))
     config = MPNetConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers,
                          num_attention_heads=2, intermediate_size=2 * hidden,
                          max_position_embeddings=514, initializer_range=init_std, pad_token_id=1,
@@ -194,6 +195,7 @@ def save_tiny_mpnet(out_dir: str | Path, *, seed: int = 0, hidden: int = 16, lay
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = MPNetModel(config)  # with its pooler, as sentence-transformers saved it
-    config.to_json_file(str(out / "config.json"))
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"))
+    write_atomic(out / "config.json", lambda p: config.to_json_file(str(p)))
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    write_atomic(out / "model.safetensors", lambda p: save_file(state, str(p)))
     return out

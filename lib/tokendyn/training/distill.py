@@ -11,7 +11,6 @@ sentences once each (:func:`score_shard`). At each word that is one teacher toke
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ..atomic import write_text
 from ..checks import check_choice
 from ..evaluation import is_word_token, right_pad, sequence_log_likelihoods
 from .corpus import sentences
@@ -78,9 +78,7 @@ def generate(ar: Any, n: int, seed: int, batch: int, out: Path, log: Callable[[s
         texts = [" ".join(tok.decode(g[enc.input_ids.shape[1]:], skip_special_tokens=True)
                           .translate(_ASCII).split()) for g in gen]
         done += texts
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text("\n".join(done) + "\n")
-        os.replace(tmp, out)
+        write_text(out, "\n".join(done) + "\n")
         log(f"generated {len(done)}/{n} passages")
     return [s for p in done[:n] for s in sentences(strip_list_markers(p))]
 

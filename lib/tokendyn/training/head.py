@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -54,6 +53,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from .. import integrity
+from ..atomic import write_atomic, write_json, write_text
 from ..evaluation import PROBE_FILE, cloze_probe, evaluate, head_logits, is_heldout
 from ..models import shipped
 from ..models.shipped import head_names
@@ -184,12 +184,6 @@ def upper_states(model: Any, h: Tensor, attn: Tensor, start: int) -> Tensor:
         return base.encoder(h, attention_mask=mask)[0]
 
 
-def _write_json(obj: Any, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1) + "\n")
-    os.replace(tmp, path)
-
-
 def windows_digest(windows: Tensor) -> str:
     """16 hex digits of SHA-256 over the windows ``(N, L)``: what a cache was built from."""
     return hashlib.sha256(windows.to(torch.int32).contiguous().numpy().tobytes()).hexdigest()[:16]
@@ -295,12 +289,10 @@ def build_caches(model: Any, tok: Any, windows: Tensor, targets: list[CacheTarge
                     out.update(h=h.contiguous(), attn=attn.to(torch.int8).contiguous())
                 else:
                     out["h"] = h[pos[:, 0], pos[:, 1]].contiguous()
-                tmp = t.folder / (name + ".tmp")
-                save_file(out, str(tmp))
-                os.replace(tmp, t.folder / name)
+                write_atomic(t.folder / name, lambda p: save_file(out, str(p)))
                 manifest["shards"][name] = {"items": len(items), "sites": len(truth),
                                             "sha256": integrity.sha256_file(t.folder / name)}
-                _write_json(manifest, paths[i])
+                write_json(paths[i], manifest, indent=1)
             done_now += 1
             have = min(len(m["shards"]) for m in manifests)
             if done_now % 10 == 0 or have == n_shards:
@@ -310,7 +302,7 @@ def build_caches(model: Any, tok: Any, windows: Tensor, targets: list[CacheTarge
     finally:
         model.train(was_training)
     for m, mf in zip(manifests, paths):
-        _write_json(m, mf)
+        write_json(mf, m, indent=1)
     return True
 
 
@@ -713,12 +705,13 @@ def export_head(run: TrainedHead, s: HeadSettings, *, command: str, hardware: st
                          "hardware": hardware,
                          "data": "Wikipedia leads (minus held-out 5%), Wikibooks recipes, Moby-Dick, "
                                  f"State of the Union capped at {s.sotu_share:.0%} of words"}}
-    (out / "model.json").write_text(json.dumps(meta, indent=2) + "\n")
+    write_json(out / "model.json", meta, indent=2)
     tr = meta["training"]
     trained = ("the MLM head" + (f" and the top {s.top_layers} layers" if s.top_layers else "")
                + (f", and the mask token's embedding row, trained first ({s.mask_row_steps} steps)"
                   if s.mask_row_steps else ""))
-    (out / "README.md").write_text(
+    write_text(
+        out / "README.md",
         f"# {s.model}\n\n{shipped.RECIPES[s.model].description}.\n\n"
         f"- Architecture: {meta['architecture']}, {meta['n_params']:,} parameters; this folder ships "
         f"{meta['n_shipped_params']:,} of them ({trained}; {size / 1e6:.1f} MB, fp16), the rest come "
@@ -735,6 +728,6 @@ def export_head(run: TrainedHead, s: HeadSettings, *, command: str, hardware: st
     loaded = shipped.load_shipped(s.model)
     ev = evaluate(loaded.model, loaded.tokenizer, n_passages=eval_passages)
     ev["model"] = s.model
-    (out / "eval.json").write_text(json.dumps(ev, indent=2) + "\n")
+    write_json(out / "eval.json", ev, indent=2)
     log(f"eval {json.dumps({k: ev[k] for k in ('top1', 'top5', 'copy_rate', 'pseudo_perplexity')})}")
     return ev

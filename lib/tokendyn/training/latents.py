@@ -14,6 +14,7 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
+from ..atomic import write_atomic
 from ..integrity import record
 from ..latent.flow import FlowConfig, VelocityNet, flow_loss
 from .loop import train
@@ -45,8 +46,6 @@ def train_flow(latents: torch.Tensor, cfg: FlowConfig, *, seed: int, steps: int,
 def save_modules(folder: Path, **modules: nn.Module) -> None:
     """Write each module's state dict to ``folder/<name>.safetensors`` (CPU, contiguous) and record
     its SHA-256 in ``folder/SHA256SUMS`` (what the loaders check)."""
-    folder.mkdir(parents=True, exist_ok=True)
     for name, m in modules.items():
-        save_file({k: v.detach().cpu().contiguous() for k, v in m.state_dict().items()},
-                  folder / f"{name}.safetensors")
-        record(folder / f"{name}.safetensors")
+        state = {k: v.detach().cpu().contiguous() for k, v in m.state_dict().items()}
+        record(write_atomic(folder / f"{name}.safetensors", lambda p: save_file(state, str(p))))

@@ -10,7 +10,6 @@ weights as one that never stopped (on CPU).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import IO, Any
 import torch
 from torch import nn
 
+from ..atomic import write_atomic
 from ..checks import check_range
 from .schedule import warmup_cosine
 
@@ -35,10 +35,9 @@ class Progress:
 
 
 def save_atomic(obj: Any, path: Path) -> None:
-    """``torch.save`` through a temporary file, so that a kill mid-write never leaves a broken file."""
-    tmp = path.with_suffix(".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    """``torch.save`` through :func:`tokendyn.atomic.write_atomic`, so that a kill mid-write never
+    leaves a broken file."""
+    write_atomic(path, lambda p: torch.save(obj, p))
 
 
 def timestamped_log(fh: IO[str] | None = None) -> Callable[[str], None]:
