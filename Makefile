@@ -20,10 +20,10 @@ export OMP_WAIT_POLICY := PASSIVE
 export TOKENDYN_PROGRESS := 0
 NBVAL     := --nbval-lax --nbval-current-env --nbval-cell-timeout=1200
 
-.PHONY: setup book test unit nbval browser bench bench-gpu notebooks serve clean help
+.PHONY: setup book test unit nbval float-orders browser bench bench-gpu notebooks serve clean help
 
 help:
-	@echo "make book | make test | make bench | make bench-gpu | make notebooks (re-execute chapters in place) | make serve | make clean"
+	@echo "make book | make test | make float-orders | make bench | make bench-gpu | make notebooks (re-execute chapters in place) | make serve | make clean"
 
 setup: $(STAMP)
 
@@ -51,6 +51,12 @@ unit: setup
 
 nbval: setup
 	PYTHONPATH=tests $(VENV)/bin/pytest $(NOTEBOOKS) $(NBVAL) -p nbtiming -p no:cacheprovider
+
+# nbval of every chapter under five settings that change the logits' bits (native, one thread, ATen's
+# default and AVX2 kernels, MKL_CBWR=COMPATIBLE): data/runs/float-orders.json. JOBS=2 runs two settings
+# at a time on one thread each (about an hour on 2 cores); RESUME=1 keeps the pairs already recorded.
+float-orders: setup
+	$(PY) scripts/float_orders.py --jobs $(or $(JOBS),1) $(if $(RESUME),--resume)
 
 browser: book
 	bash scripts/ensure_chromium.sh

@@ -15,7 +15,7 @@ import sys
 import torch
 
 from tokendyn import book, claims, diagnostics, experiments, glauber, stats, verdicts
-from tokendyn.checked import Checks
+from tokendyn.checked import Checks, Count, StdErr
 
 torch.set_num_threads(1)
 mlms = book.load_mlms(["splade-tiny-mlm"])
@@ -39,8 +39,10 @@ reference = json.loads(open(sys.argv[1]).read()) if sys.argv[1] != "-" else None
 chk = Checks("isa-probe", reference=reference or {})
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
-    with chk.agree("coupling", rtol=0.1, why="8 seeded pairs"):
+    with chk.agree("coupling", rules=((r"(\d+) of 8 pairs", Count(8, "pairs")),
+                                      (r"median coupling time (\S+)", StdErr.bootstrap(r.times.numpy(), what="8 pairs")),
+                                      (r"first logit (\S+)", StdErr(1e-4, "float32 round-off of one logit")))):
         print(live["coupling"], end="")
-    with chk.agree("claims", rtol=0.1, why="8 seeded pairs"):
+    with chk.agree("claims"):
         print(live["claims"], end="")
 print(json.dumps({"logits_sha256": digest, "live": live, "checked": out.getvalue()}))

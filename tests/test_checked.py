@@ -1,7 +1,9 @@
 """tokendyn.checked: checked outputs that hold on every CPU, and fail on a real change."""
 
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,13 +42,87 @@ def test_an_interval_sets_the_tolerance_of_its_own_numbers():
         {0: 0.7, 1: 1.3, 2: 1.3})
 
 
-def test_rtol_atol_and_rules():
+def test_tolerances_come_from_the_numbers_own_sample():
     live = LINE.replace("171 of", "180 of")
-    assert len(checked.compare(LINE, live)) == 1
-    assert checked.compare(LINE, live, rtol=0.1) == []
-    assert checked.compare(LINE, live, rules=((" of $", 0, 10),)) == []
-    with pytest.raises(ValueError, match="rtol"):
-        checked.compare(LINE, LINE, rtol=-1)
+    assert len(checked.compare(LINE, live)) == 1  # a bare number is compared at round-off only
+    # 171 of 384: binomial s.e. sqrt(384 p (1 - p)) ~ 9.7, times Z sqrt(2): about 41
+    count = checked.Count(384, "runs")
+    assert checked.compare(LINE, live, rules=((r"(\d+) of 384", count),)) == []
+    assert count.allowed(171, False) == pytest.approx(checked.Z * 2 ** 0.5 * (384 * (172 / 386) * (214 / 386)) ** 0.5)
+    assert len(checked.compare(LINE, LINE.replace("171 of", "230 of"), rules=((r"(\d+) of 384", count),))) == 1
+    # the rule covers only what its regex matches: the median 0.28 is still round-off only
+    assert [d.index for d in checked.compare(LINE, live.replace("median 0.28", "median 0.33"),
+                                             rules=((r"(\d+) of 384", count),))] == [4]
+
+
+def test_share_reads_percent_and_smooths_zero():
+    share = checked.Share(100, "tokens")
+    assert share.allowed(0.5, False) == pytest.approx(checked.Z * 2 ** 0.5 * 0.05, rel=0.02)
+    assert share.allowed(50.0, True) == pytest.approx(100 * share.allowed(0.5, False))
+    assert share.allowed(0.0, False) > 0  # a share of 0 still has a sampling error
+    assert checked.compare("flips 11.0% of 100\n", "flips 15.0% of 100\n",
+                           rules=((r"flips (\S+)%", share),)) == []
+    assert checked.compare("flips 11.0% of 100\n", "flips 30.0% of 100\n",
+                           rules=((r"flips (\S+)%", share),)) != []
+
+
+def test_stderr_and_relative_stderr_from_samples():
+    se = checked.StdErr.of_mean([1.0, 2.0, 3.0, 4.0], "chains")
+    assert se.se == pytest.approx(1.2909944 / 2) and "4 chains" in se.describe()
+    boot = checked.StdErr.bootstrap(list(range(50)), what="chains")
+    assert 2 < boot.se < 8  # the median of 0..49 has a bootstrap s.d. of a few units
+    ppl = checked.RelStdErr.of_log_mean([3.9, 4.1, 4.0, 4.2, 3.8], "sequences")
+    assert ppl.allowed(56.0, False) == pytest.approx(56.0 * math.expm1(checked.Z * 2 ** 0.5 * ppl.se_log))
+    assert checked.compare("PPL 56\n", "PPL 46\n", rules=((r"PPL (\S+)", checked.RelStdErr(0.1, "24 sequences")),)) == []
+    assert checked.compare("PPL 56\n", "PPL 46\n", rules=((r"PPL (\S+)", checked.RelStdErr(0.01, "24 sequences")),))
+
+
+def test_bad_tolerances_fail_before_the_block_runs():
+    with pytest.raises(TypeError, match="not allowed"):
+        with Checks("t", reference={}).agree("k", rtol=0.1, default=checked.Share(10, "x")):
+            raise AssertionError("the block must not run")
+    with pytest.raises(TypeError, match="not allowed"):
+        with Checks("t", reference={}).agree("k", tol=0.1):
+            raise AssertionError("the block must not run")
+    with pytest.raises(TypeError, match="Tolerance"):
+        with Checks("t", reference={}).agree("k", rules=((" of", 0.1, 0),)):
+            raise AssertionError("the block must not run")
+    with pytest.raises(ValueError, match="regex"):
+        checked.compare("a 1\n", "a 1\n", rules=(("(", checked.EXACT),))
+    with pytest.raises(ValueError, match="n of Share"):
+        checked.Share(0, "tokens")
+    with pytest.raises(ValueError, match="se of StdErr"):
+        checked.StdErr(float("nan"), "chains")
+
+
+# Chapters whose checks still carry typed tolerances (checked.Typed). The test fails once one of them
+# types none, so the list can only shrink; no other chapter may type one.
+NOT_YET_CONVERTED = {"03_phase_transition", "04_basins", "05_tube_law", "06_dabi_cci", "07_escapes"}
+
+
+def test_an_unconverted_check_is_typed_and_says_so(capsys, monkeypatch):
+    monkeypatch.delenv("TOKENDYN_CHECKS", raising=False)
+    chk = Checks("t", reference={"k": "x 12 steps, 40% of resamples\n"})
+    with chk.agree("k", rtol=0.1, rules=(("% of resamples", 0, 25),), why="old"):
+        print("x 13 steps, 60% of resamples")
+    assert chk.results["k"] == [] and "typed, not from a sample" in chk.outcomes["k"].tolerance
+    with chk.agree("k", rtol=0.1, rules=(("% of resamples", 0, 5),), why="old"):
+        print("x 13 steps, 60% of resamples")
+    assert [d.live for d in chk.results["k"]] == ["60"]
+
+
+def test_no_chapter_types_a_tolerance():
+    """Every checked tolerance in a converted chapter is built from a sample (Share, Count, StdErr,
+    RelStdErr) or is round-off only, never a bare rtol/atol literal or a typed reason."""
+    book = Path(__file__).resolve().parents[1] / "book"
+    typed = set()
+    for path in sorted(book.glob("*.ipynb")):
+        for k, cell in enumerate(json.loads(path.read_text())["cells"]):
+            src = "".join(cell["source"])
+            if cell["cell_type"] == "code" and ".agree(" in src and re.search(r"\b(?:[ar]tol|why)\s*=", src):
+                typed.add(path.stem)
+                assert path.stem in NOT_YET_CONVERTED, f"{path.name} cell {k} types a tolerance"
+    assert typed == NOT_YET_CONVERTED, f"converted since: {sorted(NOT_YET_CONVERTED - typed)}: drop them from the list"
 
 
 def test_other_words_are_never_within_tolerance():
@@ -57,13 +133,12 @@ def test_other_words_are_never_within_tolerance():
 def test_agree_prints_the_committed_text_inside_the_tolerance(capsys, monkeypatch):
     monkeypatch.delenv("TOKENDYN_CHECKS", raising=False)
     chk = Checks("t", reference={"k": LINE})
-    with chk.agree("k", rtol=0.1, why="test"):
+    with chk.agree("k", rules=((r"(\d+) of 384", checked.Count(384, "runs")),)):
         print(LINE.replace("171 of", "175 of").replace("0.45 [", "0.47 ["), end="")
     out = capsys.readouterr().out
-    assert out.startswith(LINE)
-    assert out.splitlines()[-1] == ("(checked: 7 numbers agree with the committed run; tolerance one unit in the "
-                                    "last digit, plus 10%: test)")
-    assert chk.results["k"] == []
+    assert out == LINE  # the committed text and nothing else: the outcome is not the reader's text
+    assert chk.results["k"] == [] and chk.outcomes["k"].numbers == 7
+    assert "binomial s.e. of a count out of 384 runs" in chk.outcomes["k"].tolerance
 
 
 def test_agree_prints_the_live_text_and_the_numbers_that_differ(capsys, monkeypatch):
@@ -78,11 +153,11 @@ def test_agree_prints_the_live_text_and_the_numbers_that_differ(capsys, monkeypa
 
 def test_record_mode_prints_what_a_comparison_would(capsys, monkeypatch):
     monkeypatch.setenv("TOKENDYN_CHECKS", "record")
-    with Checks("t", reference={"k": "old 1\n"}).agree("k", rtol=0.1, why="w"):
+    with Checks("t", reference={"k": "old 1\n"}).agree("k"):
         print(LINE, end="")
     recorded = capsys.readouterr().out
     monkeypatch.setenv("TOKENDYN_CHECKS", "compare")
-    with Checks("t", reference={"k": LINE}).agree("k", rtol=0.1, why="w"):
+    with Checks("t", reference={"k": LINE}).agree("k"):
         print(LINE, end="")
     assert capsys.readouterr().out == recorded
     monkeypatch.setenv("TOKENDYN_CHECKS", "replay")
@@ -99,6 +174,12 @@ def test_committed_outputs_read_from_a_notebook(tmp_path):
     path = tmp_path / "ch.ipynb"
     path.write_text(json.dumps(nb))
     assert checked.committed_outputs(path) == {"a": "x 1\n", "b": "y 2\n"}
+    # the current form: each block closed by a check output, which the reader's page does not show
+    mark = {"output_type": "display_data", "data": {checked.MIME: {"check": "a"}}, "metadata": {}}
+    nb["cells"][0]["source"] = ["with chk.agree('a'):\n", "    print(1)\n"]
+    nb["cells"][0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["x 1\n"]}, mark]
+    path.write_text(json.dumps(nb))
+    assert checked.committed_outputs(path) == {"a": "x 1\n"}
 
 
 def test_every_chapter_check_has_its_committed_output():
