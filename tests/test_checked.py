@@ -95,20 +95,13 @@ def test_bad_tolerances_fail_before_the_block_runs():
         checked.StdErr(float("nan"), "chains")
 
 
-# Chapters whose checks still carry typed tolerances (checked.Typed). The test fails once one of them
-# types none, so the list can only shrink; no other chapter may type one.
-NOT_YET_CONVERTED = {"03_phase_transition", "04_basins", "05_tube_law", "06_dabi_cci", "07_escapes"}
-
-
-def test_an_unconverted_check_is_typed_and_says_so(capsys, monkeypatch):
-    monkeypatch.delenv("TOKENDYN_CHECKS", raising=False)
-    chk = Checks("t", reference={"k": "x 12 steps, 40% of resamples\n"})
-    with chk.agree("k", rtol=0.1, rules=(("% of resamples", 0, 25),), why="old"):
-        print("x 13 steps, 60% of resamples")
-    assert chk.results["k"] == [] and "typed, not from a sample" in chk.outcomes["k"].tolerance
-    with chk.agree("k", rtol=0.1, rules=(("% of resamples", 0, 5),), why="old"):
-        print("x 13 steps, 60% of resamples")
-    assert [d.live for d in chk.results["k"]] == ["60"]
+def test_a_typed_tolerance_is_refused():
+    """The old typed form (rtol, atol, why) no longer exists: agree refuses it before the block runs."""
+    for legacy in ({"rtol": 0.1}, {"atol": 0.05}, {"why": "float32"}):
+        with pytest.raises(TypeError, match="not allowed"):
+            with Checks("t", reference={}).agree("k", **legacy):
+                raise AssertionError("the block must not run")
+    assert not hasattr(checked, "Typed")
 
 
 def test_no_chapter_types_a_tolerance():
@@ -120,9 +113,8 @@ def test_no_chapter_types_a_tolerance():
         for k, cell in enumerate(json.loads(path.read_text())["cells"]):
             src = "".join(cell["source"])
             if cell["cell_type"] == "code" and ".agree(" in src and re.search(r"\b(?:[ar]tol|why)\s*=", src):
-                typed.add(path.stem)
-                assert path.stem in NOT_YET_CONVERTED, f"{path.name} cell {k} types a tolerance"
-    assert typed == NOT_YET_CONVERTED, f"converted since: {sorted(NOT_YET_CONVERTED - typed)}: drop them from the list"
+                typed.add(f"{path.name} cell {k}")
+    assert not typed, f"typed tolerances in {sorted(typed)}"
 
 
 def test_other_words_are_never_within_tolerance():

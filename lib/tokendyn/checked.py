@@ -255,29 +255,6 @@ class RelStdErr(Tolerance):
 
 
 @dataclass(frozen=True)
-class Typed(Tolerance):
-    """A typed relative and absolute tolerance, not derived from a sample: the old form of a check.
-
-    Kept only for the chapters not yet converted (``tests/test_checked.py`` lists them and fails
-    once one is converted, so the list only shrinks); a new check never uses it.
-    """
-
-    rtol: float = 0.0
-    atol: float = 0.0
-    why: str = ""
-
-    def __post_init__(self) -> None:
-        check_range("rtol", self.rtol, 0.0, None)
-        check_range("atol", self.atol, 0.0, None)
-
-    def allowed(self, committed: float, percent: bool) -> float:
-        return max(self.atol, self.rtol * abs(committed))
-
-    def describe(self) -> str:
-        return f"typed, not from a sample: {self.rtol:.0%} + {self.atol:g} ({self.why})"
-
-
-@dataclass(frozen=True)
 class Difference:
     """One number outside its tolerance: where it stands, both values and the tolerance."""
 
@@ -472,15 +449,9 @@ class Checks:
         metadata of a :data:`MIME` output. When they differ, the live text and a ``DIFFER`` line
         are printed.
         """
-        unknown = sorted(set(legacy) - {"rtol", "atol", "why"})
-        if unknown or (legacy and default is not EXACT):
+        if legacy:
             raise TypeError(f"agree({key!r}): {sorted(legacy)} are not allowed: a tolerance comes from the "
                             f"number's own sample (default=/rules= with Share, Count, StdErr, RelStdErr)")
-        if legacy:  # an unconverted chapter (Typed); old-style rules (pattern, rtol, atol) become Typed too
-            why = str(legacy.get("why", ""))
-            default = Typed(float(legacy.get("rtol", 0.0)), float(legacy.get("atol", 0.0)), why)
-            rules = tuple(r if len(r) == 2 else (rf"({_NUMBER.pattern})(?={r[0]})", Typed(r[1], r[2], why))
-                          for r in rules)
         _check_rules(rules, default)  # bad tolerances fail before the block runs
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
