@@ -3,6 +3,7 @@ figure (issue 16). Anything a chapter computes that deserves a name lives, teste
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,13 @@ def test_each_figure_is_its_caption_and_one_call(path):
         elif "alt." in ast.unparse(rest[0]):
             bad.append(i)
     assert not bad, f"{path.name}: figure cells {bad} build a chart inline; call a tokendyn.figures function"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_chapter_text_speaks_of_no_issue(path):
+    """A reader has no issue tracker: a chapter's text and code say what they mean, not which issue
+    asked for it. Outputs are left out (sampled chains may well print the word)."""
+    nb = json.loads(path.read_text())
+    found = [(i, m.group(0)) for i, c in enumerate(nb["cells"])
+             for m in re.finditer(r"(?i)\bissues?\b", "".join(c["source"]))]
+    assert not found, f"{path.name} speaks of issues in cells {found}"
