@@ -207,3 +207,11 @@ def test_checked_text_is_the_same_under_two_float_orders(tmp_path):
     assert native["logits_sha256"] != other["logits_sha256"], "the ISA setting did not change the float order"
     assert other["checked"] == native["checked"]
     assert "DIFFER" not in other["checked"]
+
+
+def test_rel_std_err_of_counts_is_the_log_ratio_s_e():
+    e = checked.RelStdErr.of_counts([400, 25], "flipped tokens")
+    assert e.se_log == pytest.approx(math.sqrt(1 / 400 + 1 / 25))
+    assert checked.RelStdErr.of_counts([0], "flips").se_log == 1.0  # a zero count floored at one
+    with pytest.raises(ValueError, match="of_counts"):
+        checked.RelStdErr.of_counts([float("nan")], "flips")

@@ -80,3 +80,13 @@ def test_scoreboard_points_read_every_interval_of_a_range_claim():
     assert spec["resolve"]["scale"]["x"] == "independent"
     with pytest.raises(ValueError, match="points must hold"):
         figures.scoreboard([])
+
+
+def test_split_keeps_order_and_refuses_an_unknown_claim():
+    v = verdicts.Verdict("reproduced", "exact_match", "r")
+    rows = [claims.finding(4, "a", v), claims.finding("local check", "b", v), claims.finding(5, "c", v)]
+    checked, unchecked = claims.split(rows, (5, "local check"))
+    assert [f.claim for f in checked] == [4] and [f.claim for f in unchecked] == ["local check", 5]
+    assert claims.split(rows, ()) == (rows, [])
+    with pytest.raises(ValueError, match="unchecked=\\[13\\]"):
+        claims.split(rows, (5, 13))

@@ -247,6 +247,15 @@ class RelStdErr(Tolerance):
         e = StdErr.of_mean(values, what)
         return cls(e.se, e.what)
 
+    @classmethod
+    def of_counts(cls, counts: Sequence[float] | np.ndarray, what: str) -> RelStdErr:
+        """For a ratio of Poisson counts [k] (flipped tokens of two kinds, say): se_log = sqrt(sum 1 / k),
+        each count floored at one (a share's count of zero still has a sampling error)."""
+        k = np.maximum(np.asarray(counts, dtype=np.float64).ravel(), 1.0)
+        if k.size < 1 or not np.isfinite(k).all():
+            raise ValueError(f"counts of RelStdErr.of_counts({what!r}) must be finite, at least one, got {counts!r}")
+        return cls(float(np.sqrt((1.0 / k).sum())), what)
+
     def allowed(self, committed: float, percent: bool) -> float:
         return abs(committed) * math.expm1(_SPREAD * self.se_log)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -218,6 +219,17 @@ def _row(f: Finding | dict[str, Any]) -> dict[str, str]:
 def table(findings: list[Finding]) -> Table:
     """A chapter's "claims at a glance", in the order given."""
     return Table([_row(f) for f in findings])
+
+
+def split(findings: list[Finding], unchecked: Collection[int | str]) -> tuple[list[Finding], list[Finding]]:
+    """``findings`` as ``(checked, unchecked)``, each in the order given: a finding is unchecked when
+    its ``claim`` (a number, or a chapter-local text) is in ``unchecked``. A chapter prints the
+    unchecked rows outside its checked cell when they rest on too small a sample
+    (:mod:`tokendyn.checked`, rule 3); an entry of ``unchecked`` that matches no finding is an error."""
+    missing = [c for c in unchecked if all(f.claim != c for f in findings)]
+    if missing:
+        raise ValueError(f"unchecked={missing!r}: no finding has that claim")
+    return [f for f in findings if f.claim not in unchecked], [f for f in findings if f.claim in unchecked]
 
 
 def records_in(results_dir: str | Path) -> list[dict[str, Any]]:
