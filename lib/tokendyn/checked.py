@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from .checks import check_range
+from .stats import bootstrap_replicates
 
 Z = 3.0
 """Standard errors in every sample-based tolerance (of the difference of two runs: ``Z * sqrt(2) * se``)."""
@@ -216,8 +217,7 @@ class StdErr(Tolerance):
         x = np.asarray(values, dtype=np.float64).ravel()
         if x.size < 2:
             raise ValueError(f"values of StdErr.bootstrap({what!r}): need at least 2 values, got {x.size}")
-        rng = np.random.default_rng(seed)
-        reps = np.array([stat(x[i]) for i in rng.integers(0, x.size, size=(n_boot, x.size))], dtype=np.float64)
+        reps = bootstrap_replicates(x, stat, n_boot, seed)
         reps = reps[np.isfinite(reps)]
         se = float(reps.std(ddof=1)) if reps.size >= 2 else 0.0
         return cls(se, f"a bootstrap over {x.size} {what}")

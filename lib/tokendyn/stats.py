@@ -40,6 +40,16 @@ class Estimate:
         return self.hi >= lo and self.lo <= hi
 
 
+def bootstrap_replicates(x: np.ndarray, stat: Callable[[np.ndarray], float], n_boot: int, seed: int) -> np.ndarray:
+    """``stat`` over ``n_boot`` seeded resamples (with replacement) of the 1-d sample ``x`` -> ``[n_boot]``.
+
+    The one resampling scheme behind :func:`bootstrap` and :meth:`tokendyn.checked.StdErr.bootstrap`:
+    the same ``x`` and ``seed`` give the same replicates on every machine.
+    """
+    idx = np.random.default_rng(seed).integers(0, x.size, size=(n_boot, x.size))
+    return np.array([stat(x[row]) for row in idx], dtype=np.float64)
+
+
 def bootstrap(values: Sequence[float] | np.ndarray, stat: Callable[[np.ndarray], float] = np.mean, *,
               n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> Estimate:
     """Percentile bootstrap of ``stat`` over the 1-d sample ``values`` (resampled with replacement).
@@ -51,9 +61,7 @@ def bootstrap(values: Sequence[float] | np.ndarray, stat: Callable[[np.ndarray],
     check_range("level", level, 0.0, 1.0, lo_open=True)
     if x.size < 2:
         raise ValueError(f"values: a bootstrap needs at least 2 values, got {x.size}")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, x.size, size=(n_boot, x.size))
-    reps = np.array([stat(x[row]) for row in idx])
+    reps = bootstrap_replicates(x, stat, n_boot, seed)
     a = (1 - level) / 2
     return Estimate(float(stat(x)), float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a)),
                     int(x.size), level)
