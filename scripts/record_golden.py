@@ -1,0 +1,93 @@
+"""Golden seeded trajectories of the samplers on exact toy models (float64, so no float order can
+move them): every chain at every step. ``tests/test_golden.py`` replays each case and compares
+whole trajectories; re-record only when a change of the random-number order is intended, and say
+why in the commit.
+
+Usage: ``python scripts/record_golden.py`` -> ``tests/golden/samplers.json``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "lib"))
+
+from tokendyn import glauber, toy  # noqa: E402
+from tokendyn.atomic import write_json  # noqa: E402
+
+OUT = ROOT / "tests" / "golden" / "samplers.json"
+
+
+def _model(spec: dict[str, Any]) -> toy.PairwiseConditional:
+    kind = spec["model"]
+    if kind == "potts":
+        return toy.potts_chain(spec["n"], spec["q"], field=spec.get("field", 0.5), seed=spec["model_seed"])
+    if kind == "incompatible_ising":
+        return toy.incompatible_ising(spec["n"], seed=spec["model_seed"])
+    raise ValueError(f"unknown golden model {kind!r}")
+
+
+def _tau(spec: dict[str, Any]) -> float | torch.Tensor:
+    tau = spec["tau"]
+    return torch.tensor(tau, dtype=torch.float64) if isinstance(tau, list) else tau
+
+
+# Each case: a toy model, a start, a seed, a temperature. The large-q Potts model spans several
+# blocks of the draw's two-level inverse CDF (sampling.BLOCK) with a ragged tail.
+CASES: list[dict[str, Any]] = [
+    {"name": "potts6x4-tau1", "kind": "glauber", "model": "potts", "n": 6, "q": 4, "model_seed": 0,
+     "batch": 8, "steps": 30, "tau": 1.0, "seed": 5},
+    {"name": "potts6x4-tau0.05", "kind": "glauber", "model": "potts", "n": 6, "q": 4, "model_seed": 0,
+     "batch": 8, "steps": 30, "tau": 0.05, "seed": 5},
+    {"name": "potts6x4-tau100", "kind": "glauber", "model": "potts", "n": 6, "q": 4, "model_seed": 0,
+     "batch": 8, "steps": 30, "tau": 100.0, "seed": 5},
+    {"name": "potts6x4-per-chain-tau", "kind": "glauber", "model": "potts", "n": 6, "q": 4, "model_seed": 0,
+     "batch": 4, "steps": 30, "tau": [0.3, 1.0, 3.0, 30.0], "seed": 7},
+    {"name": "potts3x1300-tau0.7", "kind": "glauber", "model": "potts", "n": 3, "q": 1300, "field": 2.0,
+     "model_seed": 1, "batch": 16, "steps": 40, "tau": 0.7, "seed": 3},
+    {"name": "ising8-maximal", "kind": "coupled", "coupling": "maximal", "model": "incompatible_ising",
+     "n": 8, "model_seed": 0, "batch": 8, "steps": 40, "tau": 1.0, "seed": 11},
+    {"name": "potts6x4-crn", "kind": "coupled", "coupling": "crn", "model": "potts", "n": 6, "q": 4,
+     "model_seed": 0, "batch": 8, "steps": 40, "tau": 1.5, "seed": 13},
+]
+
+
+def replay(spec: dict[str, Any]) -> dict[str, Any]:
+    """A case's whole trajectory: ``{"x": [steps + 1][batch][n]}`` (and ``"y"`` for pairs)."""
+    model = _model(spec)
+    b, n = spec["batch"], model.n
+    x0 = torch.zeros(b, n, dtype=torch.long)
+    gen = torch.Generator().manual_seed(spec["seed"])
+    tau = _tau(spec)
+    if spec["kind"] == "glauber":
+        s = glauber.init(x0)
+        xs = [s.tokens.tolist()]
+        for _ in range(spec["steps"]):
+            s, _info = glauber.step(model, s, gen, tau=tau)
+            xs.append(s.tokens.tolist())
+        return {"x": xs}
+    y0 = torch.full((b, n), model.q - 1, dtype=torch.long)
+    c = glauber.init_coupled(x0, y0)
+    xs, ys = [c.x.tolist()], [c.y.tolist()]
+    for _ in range(spec["steps"]):
+        c, _info = glauber.coupled_step(model, c, gen, tau=tau, coupling=spec["coupling"])
+        xs.append(c.x.tolist())
+        ys.append(c.y.tolist())
+    return {"x": xs, "y": ys}
+
+
+def main() -> int:
+    torch.set_num_threads(1)
+    cases = [{**spec, **replay(spec)} for spec in CASES]
+    write_json(OUT, {"kind": "golden-samplers", "command": "python scripts/record_golden.py", "cases": cases})
+    print(f"wrote {OUT.relative_to(ROOT)}: {len(cases)} cases")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
