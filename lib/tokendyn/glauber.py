@@ -22,8 +22,10 @@ coupled run checks for early exit only every ``check_every`` steps).
 
 Temperature: ``tau`` is a float, or a ``[B]`` tensor giving each chain its own temperature, so a
 whole temperature grid runs as one batch (one forward pass per step instead of one per grid
-point; on a small model the per-step overhead, not the FLOPs, is most of the cost). Draws are
-exact in float64 (see :mod:`tokendyn.sampling`).
+point; on a small model the per-step overhead, not the FLOPs, is most of the cost). A step's draw
+is :func:`~tokendyn.sampling.draw_tempered` (two-level, float64 where it adds up; exact at
+``tau = 0.05`` and ``100``); a coupled step joins two float64 softmax rows (see
+:mod:`tokendyn.sampling`).
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ from torch import Tensor
 
 from .checks import check_choice, check_range
 from .conditional import ConditionalModel, check_states
-from .sampling import (Temperature, check_distribution, check_tau, check_uniforms, draw, make_generator,
-                       no_mass, probabilities, uniforms)
+from .sampling import (Temperature, check_distribution, check_tau, check_uniforms, draw, draw_tempered,
+                       make_generator, no_mass, probabilities, uniforms)
 
 __all__ = ["GlauberState", "CoupledState", "StepInfo", "RunResult", "SampleResult", "CouplingResult",
            "Scan", "Coupling", "random_scan", "systematic_scan", "maximal_coupling", "crn_coupling",
@@ -200,8 +202,7 @@ def _step(model: ConditionalModel, x: Tensor, t: int, gen: torch.Generator, tau:
     """One unchecked step of chains ``x`` ``[B, n]``. Draws the sites, then one uniform per chain."""
     b, n = x.shape
     sites = scan(b, n, t, gen, x.device)
-    p = probabilities(model.site_logits(x, sites), tau)
-    new, total = draw(p, uniforms(b, gen, x.device))
+    new, total = draw_tempered(model.site_logits(x, sites), tau, uniforms(b, gen, x.device))
     return _set(x, sites, new), StepInfo(sites=sites, values=new, no_mass=no_mass(total))
 
 

@@ -1,13 +1,22 @@
 """Categorical draws shared by every sampler: temperatures, seeded generators, tempered softmax,
 inverse-CDF draws and Gumbel top-k draws without replacement.
 
-Precision: draws are made in float64 from ``softmax(logits / tau)`` with one uniform per row,
-whatever dtype the model ran in. They are exact at ``tau = 0.05`` and at ``tau = 100``
-(``-inf`` logits stay at probability 0).
+The Glauber step's draw (:func:`draw_tempered`) reads the logits row a few times and never
+copies it to float64: the row maximum; ``exp((l - max) / tau)`` in the logits' own precision
+(float32 from an MLM, float64 from the exact toys), into one buffer; then a two-level inverse CDF
+(:func:`draw`): per-block sums of ``BLOCK`` columns, a float64 cumulative sum over the blocks
+(a few dozen numbers per row), and a float64 inverse CDF inside the one chosen block. One
+uniform per row. Subtracting the maximum before dividing by ``tau`` keeps the weights of the
+tokens that matter exact at small ``tau`` (the largest is exactly 1), so the draw is exact at
+``tau = 0.05`` and ``tau = 100`` (``-inf`` logits stay at probability 0). Its law differs from a
+float64 softmax only by the float32 rounding of each weight and block sum (relative ~1e-7, and
+weights under float32's smallest normal, 1.2e-38 of the largest, are subnormal), below the
+rounding of the float32 logits it reads; the golden trajectories of ``tests/test_golden.py``
+were recorded with a float64 full-row softmax and come out the same.
 
-Each draw comes twice: a checked public function (:func:`inverse_cdf`) for callers, and an
-unchecked one (:func:`draw`) that never reads a value back to the host, for inner loops that
-validated their inputs once.
+Each draw comes twice: a checked public function (:func:`inverse_cdf`, :func:`sample_logits`)
+for callers, and the unchecked one it calls (:func:`draw`, :func:`draw_tempered`) that never
+reads a value back to the host, for inner loops that validated their inputs once.
 """
 
 from __future__ import annotations
@@ -19,12 +28,15 @@ from .checks import check_choice, check_range
 
 __all__ = ["Temperature", "TAU_MIN", "TAU_MAX", "SEED_MAX", "DRAW_DTYPE", "PROTOCOLS", "check_tau",
            "make_generator", "uniforms", "check_distribution", "probabilities", "inverse_cdf", "draw",
-           "no_mass", "choose_alternatives"]
+           "BLOCK", "tempered", "draw_tempered", "sample_logits", "no_mass", "choose_alternatives"]
 
 TAU_MIN, TAU_MAX = 1e-3, 1e4
 SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed takes at most 64 bits
 DRAW_DTYPE = torch.float64
 PROTOCOLS = ("model", "uniform")
+BLOCK = 512
+"""Columns per block of :func:`draw`'s two-level inverse CDF: ~60 blocks for a 30,522-token
+vocabulary, so both levels are short."""
 
 Temperature = float | Tensor
 
@@ -99,15 +111,79 @@ def probabilities(logits: Tensor, tau: Temperature) -> Tensor:
     return torch.softmax(z / tau, dim=-1)
 
 
-def draw(weights: Tensor, u: Tensor) -> tuple[Tensor, Tensor]:
-    """:func:`inverse_cdf` unchecked -> ``(ids [B], row totals [B])``: no host sync, for loops.
-    A row whose total is not finite and positive gives a meaningless id: test :func:`no_mass`."""
-    c = weights.cumsum(-1)
-    total = c[:, -1]
-    target = (u.to(c.dtype) * total).unsqueeze(-1)
-    # The count of cumulative sums <= target is searchsorted(right=True), and faster on CPU.
-    idx = (c <= target).sum(-1)
-    return idx.clamp_max(weights.shape[-1] - 1), total
+def tempered(logits: Tensor, tau: Temperature) -> Tensor:
+    """logits ``[B, V]`` at ``tau = 1`` -> ``[B, V]`` unnormalised ``p_tau``:
+    ``exp((logits - row max) / tau)``, in float32 (float64 logits stay float64), in a new tensor.
+    ``tau`` a float or a ``[B]`` tensor. A row with a nan, a ``+inf`` or only ``-inf`` logits
+    gives nan weights (so :func:`no_mass` flags its total)."""
+    if logits.dtype != torch.float64:
+        logits = logits.float()
+    if isinstance(tau, Tensor):
+        tau = tau.to(device=logits.device, dtype=logits.dtype).unsqueeze(-1)
+    # max first, then divide: (l - max) is exact for the tokens near the max, so small tau stays exact
+    return torch.sub(logits, logits.amax(-1, keepdim=True)).div_(tau).exp_()
+
+
+def draw(weights: Tensor, u: Tensor, block: int = BLOCK) -> tuple[Tensor, Tensor]:
+    """:func:`inverse_cdf` unchecked -> ``(ids [B], row totals [B] float64)``: no host sync, for
+    loops. A row whose total is not finite and positive gives a meaningless id: test :func:`no_mass`.
+
+    Two levels, so nothing the size of a row is copied or cumulatively summed: block sums of
+    ``block`` columns (in the weights' dtype), their float64 cumulative sum, which picks the block
+    where ``u * total`` falls, then a float64 inverse CDF over that block's weights only. Never an
+    id of zero weight when the total is positive: a target that rounding puts past the last
+    positive block or weight is given to that block or weight."""
+    b, v = weights.shape
+    full = v // block * block
+    parts = [weights[:, :full].unflatten(1, (full // block, block)).sum(-1)] if full else []
+    if full < v:
+        parts.append(weights[:, full:].sum(-1, keepdim=True))
+    sums = torch.cat(parts, 1).to(torch.float64)  # [B, blocks]
+    cum = sums.cumsum(-1)
+    total = cum[:, -1]
+    target = u.to(torch.float64) * total
+    j = torch.minimum((cum <= target.unsqueeze(-1)).sum(-1), _last_positive(sums))
+    jj = j.unsqueeze(-1)
+    before = torch.where(j > 0, cum.gather(1, (jj - 1).clamp_min(0)).squeeze(-1), 0.0)
+    cols = jj * block + torch.arange(block, device=weights.device)  # [B, block]
+    w = weights.gather(1, cols.clamp_max(v - 1)).to(torch.float64).masked_fill_(cols >= v, 0.0)
+    c = w.cumsum(-1)
+    # The residual, rescaled to the block's mass as summed here (it differs from the block sum by
+    # rounding), so that the draw inside the block is exactly proportional to its weights.
+    r = (target - before) * (c[:, -1] / sums.gather(1, jj).squeeze(-1))
+    k = torch.minimum((c <= r.unsqueeze(-1)).sum(-1), _last_positive(w))
+    return j * block + k, total
+
+
+def _last_positive(w: Tensor) -> Tensor:
+    """``[B]`` index of the last positive entry of each row of ``w`` ``[B, K]`` (``K - 1`` if none)."""
+    return (w.shape[1] - 1) - (w > 0).flip(-1).to(torch.uint8).argmax(-1)
+
+
+def draw_tempered(logits: Tensor, tau: Temperature, u: Tensor) -> tuple[Tensor, Tensor]:
+    """:func:`sample_logits` unchecked -> ``(ids [B], row totals [B])``: :func:`tempered` then
+    :func:`draw`. The Glauber step's draw; no host sync."""
+    return draw(tempered(logits, tau), u)
+
+
+def sample_logits(logits: Tensor, tau: Temperature, u: Tensor) -> Tensor:
+    """Draw from ``p_tau ∝ exp(logits / tau)`` (logits ``[B, V]``, ``-inf`` outside the support;
+    ``tau`` a float or ``[B]``) with uniforms ``u`` ``[B]`` in ``[0, 1)`` -> ``[B]`` ids.
+
+    Raises ``ValueError`` for logits that are not a float ``[B, V]`` tensor, a bad ``tau`` or ``u``,
+    and any row without finite positive mass (a nan or ``+inf`` logit, or only ``-inf``)."""
+    if not isinstance(logits, Tensor) or not logits.is_floating_point() or logits.dim() != 2 or not logits.shape[1]:
+        raise ValueError(f"logits must be a float tensor [B, V] with V >= 1, got "
+                         f"{tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__}")
+    check_tau(tau, logits.shape[0])
+    check_uniforms("u", u, logits.shape[0])
+    ids, total = draw_tempered(logits, tau, u)
+    bad = no_mass(total)
+    if bool(bad.any()):
+        rows = bad.nonzero().flatten().tolist()
+        raise ValueError(f"logits: row(s) {rows[:8]}{' ...' if len(rows) > 8 else ''} have no finite positive "
+                         "mass (a nan or +inf logit, or every logit -inf)")
+    return ids
 
 
 def no_mass(total: Tensor) -> Tensor:
