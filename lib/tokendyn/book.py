@@ -132,12 +132,14 @@ def progress(items: Iterable[T], desc: str = "", total: int | None = None) -> It
 def load_mlms(names: list[str] | None, *, device: torch.device | str | None = None,
               wrap: str = "special") -> dict[str, tuple]:
     """Load masked LMs with their conditionals: name -> (LoadedMLM, MLMConditional), in order.
+    Each conditional runs with the step settings measured for it on this machine
+    (:mod:`tokendyn.step_settings`), which the chapter's results record.
 
     ``names`` None loads every embedded MLM that ships with the book. The names are checked
     before any weights load.
     """
-    from .conditional import MLMConditional
     from .models import available, load_mlm
+    from .step_settings import conditional
 
     if names is None:
         names = [r["name"] for r in available() if r["kind"] == "mlm (embedded)"]
@@ -146,7 +148,7 @@ def load_mlms(names: list[str] | None, *, device: torch.device | str | None = No
     out = {}
     for name in names:
         loaded = load_mlm(name, device=device)
-        out[name] = (loaded, MLMConditional(loaded, wrap=wrap))
+        out[name] = (loaded, conditional(loaded, wrap=wrap))
     return out
 
 

@@ -58,7 +58,7 @@ def provenance(params: dict[str, Any], seed: int | None, models: list[str],
              "threads": setup.threads} if setup is not None else {
         "device": "cuda" if torch.cuda.is_available() else "cpu", "dtype": "float32",
         "threads": torch.get_num_threads()}
-    from . import data
+    from . import data, step_settings
 
     try:  # which passages a seed draws depends on the pools: record them
         pools = data.pool_hash()
@@ -74,6 +74,7 @@ def provenance(params: dict[str, Any], seed: int | None, models: list[str],
         "torch_version": torch.__version__,
         "python": platform.python_version(),
         **where,
+        "step_settings": step_settings.chosen(),
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
