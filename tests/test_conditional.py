@@ -171,3 +171,18 @@ def test_site_logits_in_place_fill_leaves_no_alias(loaded):
     assert a.data_ptr() != b.data_ptr()
     torch.testing.assert_close(a, b)
     assert bool(torch.isneginf(a[:, m.unsupported]).all())
+
+
+def test_last_layer_runs_at_the_sites_only_and_agrees_with_the_full_pass(loaded):
+    """Every tiny family runs its last layer at the sites (tokendyn.site_encoder); "full" runs every
+    layer at every position; the two give the same logits up to float rounding."""
+    sites_only, full = MLMConditional(loaded), MLMConditional(loaded, last_layer="full")
+    assert sites_only.last_layer == "sites" and full.last_layer == "full"
+    x = content_ids(loaded, [TEXT], 10).repeat(4, 1)
+    sites = torch.tensor([0, 3, 6, 9])
+    a, b = sites_only.site_logits(x, sites), full.site_logits(x, sites)
+    assert torch.equal(torch.isfinite(a), torch.isfinite(b))
+    fin = torch.isfinite(a)
+    torch.testing.assert_close(a[fin], b[fin], atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="last_layer"):
+        MLMConditional(loaded, last_layer="some")

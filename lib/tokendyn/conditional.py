@@ -6,9 +6,11 @@ for one site per row. Samplers (:mod:`tokendyn.glauber`), the rectangle test
 ``site_logits``, so exact toy models (:mod:`tokendyn.toy`) and real MLMs are interchangeable.
 
 :class:`MLMConditional` adapts any transformers ``*ForMaskedLM``. ``tokens`` hold content only;
-the adapter adds the fixed wrapping, masks the requested site, runs the encoder and applies the
-vocabulary head only at that site (the head is about half the cost at MiniLM size when applied
-everywhere). Wrapping schemes (``wrap=``):
+the adapter adds the fixed wrapping, masks the requested site, runs the encoder with its last layer
+only at that site (:mod:`tokendyn.site_encoder`: keys and values of the whole row, the rest at the
+site; every layer at every position for a family it does not know) and applies the vocabulary
+head only there (the head is about half the cost at MiniLM size when applied everywhere).
+Wrapping schemes (``wrap=``):
 
 - ``"special"`` (default, the paper's): ``[CLS] x_1 .. x_n [SEP]`` for BERT and ModernBERT,
   ``<s> x_1 .. x_n </s>`` for RoBERTa: the tokenizer's own ``cls_token_id`` / ``sep_token_id``
@@ -30,8 +32,11 @@ from torch import Tensor
 
 from .checks import check_choice, check_range
 from .positions import check_content_fits, max_positions
+from .site_encoder import site_encoder
+from .step_settings import record
 
 WRAPS = ("special", "none")
+LAST_LAYERS = ("sites", "full")
 
 
 @runtime_checkable
@@ -147,7 +152,9 @@ class MLMConditional:
     :class:`tokendyn.models.LoadedMLM` (anything with ``.model`` and ``.tokenizer``).
     ``wrap`` is ``"special"`` or ``"none"`` (module docstring). ``chunk`` bounds the rows per
     forward pass (memory). The model keeps its device and dtype (bf16 is fine); logits come back as
-    float32 on the device of ``tokens``.
+    float32 on the device of ``tokens``. ``last_layer="sites"`` (default) computes the final layer
+    only at the masked sites where the family allows it (:attr:`last_layer` says what runs);
+    ``"full"`` runs every layer at every position, as before (the logits agree within rounding).
 
     ``compile=True`` runs the encoder through ``torch.compile`` with weight freezing (inductor fuses
     the GELU, LayerNorm, softmax and layout copies around the matmuls). On a 2-core AVX-512 BF16 CPU
@@ -159,8 +166,10 @@ class MLMConditional:
     """
 
     def __init__(self, loaded: Any, tokenizer: Any = None, *, wrap: str = "special",
-                 chunk: int = 256, compile: bool = False) -> None:  # noqa: A002 (torch's own name)
+                 chunk: int = 256, compile: bool = False,  # noqa: A002 (torch's own name)
+                 last_layer: str = "sites") -> None:
         check_choice("wrap", wrap, WRAPS)
+        check_choice("last_layer", last_layer, LAST_LAYERS)
         check_range("chunk", chunk, 1, integer=True)
         if not isinstance(compile, bool):
             raise TypeError(f"compile must be True or False, got {compile!r}")
@@ -189,13 +198,18 @@ class MLMConditional:
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         self._head = mlm_head(self.model)
         self._encoder = self.model.base_model if self._head is not None else None
+        self._sites: Any = site_encoder(self.model) if self._head is not None and last_layer == "sites" else None
+        self.last_layer = "sites" if self._sites is not None else "full"
+        """What runs: ``"sites"`` (the last layer at the masked sites only) or ``"full"``."""
         self._forward: Any = self.model
         self.compiled = compile
         if compile:
             # dynamic=False: one graph per shape, as a chain's batch and n stay fixed; freezing folds
             # the weights in, which lets inductor pre-pack them for the CPU matmul kernels.
             opts = {"dynamic": False, "options": {"freezing": True}}
-            if self._encoder is not None:
+            if self._sites is not None:
+                self._sites = torch.compile(self._sites, **opts)
+            elif self._encoder is not None:
                 self._encoder = torch.compile(self._encoder, **opts)
             else:
                 self._forward = torch.compile(self.model, **opts)
@@ -208,6 +222,9 @@ class MLMConditional:
         lim = max_positions(self.model)
         self.max_sites: int | None = None if lim is None else lim[0] - 2 * self.offset
         """The most content tokens a state may hold (position table less the wrapping), or None."""
+        record(self.name, {"attn": str(getattr(self.model.config, "_attn_implementation", None) or "eager"),
+                           "chunk": chunk, "compile": compile, "last_layer": self.last_layer,
+                           "source": "as constructed"})
 
     @property
     def device(self) -> torch.device:
@@ -266,9 +283,12 @@ class MLMConditional:
     def logits_at(self, ids: Tensor, attention_mask: Tensor, rows: Tensor, pos: Tensor) -> Tensor:
         """Raw head logits ``[M, vocab_size]`` (model dtype, no support mask) at positions
         ``(rows[m], pos[m])`` of model input ``ids`` / ``attention_mask`` ``[B, L]`` (already
-        wrapped and masked, on :attr:`device`): the encoder runs on the batch, the head only there."""
+        wrapped and masked, on :attr:`device`): the encoder runs on the batch (its last layer only
+        there when :attr:`last_layer` is ``"sites"``), the head only there."""
         if self._head is None:
             return self._forward(input_ids=ids, attention_mask=attention_mask).logits[rows, pos]
+        if self._sites is not None and not self.model.training:  # (training: dropout needs the full pass)
+            return self._head(self._sites(ids, attention_mask, rows, pos))
         hidden = self._encoder(input_ids=ids, attention_mask=attention_mask).last_hidden_state
         return self._head(hidden[rows, pos])
 
