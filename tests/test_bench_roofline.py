@@ -54,13 +54,27 @@ def test_glauber_bench_on_a_tiny_bert(bench):
     tiny = build_tiny("bert", hidden=32, layers=2)
     loaded = bench._Loaded(tiny.name, tiny.model, tiny.tokenizer, {})
     loaded16 = bench.bf16_copy(loaded)
-    assert loaded16.model.dtype == torch.bfloat16 and loaded16.info["attn_implementation"] == "eager"
+    assert loaded16.model.dtype == torch.bfloat16
     assert tiny.model.dtype == torch.float32  # a copy: the fp32 model is untouched
     gs = bench.glauber_bench(loaded, batch=4, n=6, device="cpu", dtype=torch.float32, rounds=1,
                              one_chain_chains=2, loaded_bf16=loaded16)
     tokens, hidden, inner, vocab = 4 * 8, 32, 64, tiny.model.config.vocab_size
+    # settings chosen by measurement, each candidate's rate recorded, the model switched to the choice
+    for step, m in ((gs, loaded), (gs["bf16"], loaded16)):
+        st = step["settings"]
+        assert st["source"] == "measured" and st["rates"][f"{st['attn']}/{st['chunk']}/eager-mode"] == max(st["rates"].values())
+        assert m.model.config._attn_implementation == st["attn"] == m.info["attn_implementation"]
+        # where the time goes: four shares that add up to one, the draw among them
+        bd = step["breakdown"]
+        assert set(bd["shares"]) == {"matmuls", "attention", "draw", "rest"}
+        assert sum(bd["shares"].values()) == pytest.approx(1.0) and bd["shares"]["matmuls"] > 0
+        assert 0 < bd["draw_over_step"] < 1 and bd["draw_ms"] < bd["step_ms"]
+    fl = gs["flops_per_chain_step"]
+    # the last layer at the sites only: fewer FLOPs than every layer at every position, and (b)'s ratio over ours
+    assert fl["needed"] < fl["needed_full_last_layer"] < fl["executed_shared_site_full_head"]
+    assert fl["flop_ratio_shared_site_over_ours"] == pytest.approx(fl["executed_shared_site_full_head"] / fl["needed"])
     comp = gs["bf16"]["compiled"]
-    assert comp["chain_steps_per_s"] > 0 and comp["compile_s"] >= 0
+    assert comp["chain_steps_per_s"] > 0 and comp["compile_s"] > 0  # compiling takes time: it ran
     fid = comp["fidelity"]
     # bf16 rounding, not a different model: the compiled step stays as close to fp32 as eager bf16
     assert fid["rows"] == 4 and 0 <= fid["kl_fp32_to_compiled_bf16"] < 1e-2
@@ -107,3 +121,26 @@ def test_the_appendix_reads_a_failed_fraction_as_a_failure():
     assert goal_text(goal, {"roofline_fraction": 0.59}) == "not met"
     assert goal_text(goal, {"roofline_fraction": 1.14}) == "not met (failed measurement)"
     assert goal_text({"target": 0.6, "status": "not evaluated: no bf16"}, None) == "not evaluated: no bf16"
+
+
+def test_verdicts_judge_every_target_on_constructed_steps(bench):
+    def step(ratio_speedup, one_chain, fp32, bf16=None, draw=0.05):
+        st = {"flops_per_chain_step": {"flop_ratio_shared_site_over_ours": 1.27},
+              "speedup_vs_shared_site_full_head": ratio_speedup, "speedup_vs_one_chain": one_chain,
+              "roofline_fraction": fp32, "breakdown": {"draw_over_step": draw}}
+        if bf16 is not None:
+            st["bf16"] = {"roofline_fraction": bf16, "breakdown": {"draw_over_step": draw}}
+        return st
+
+    good = bench.verdicts({"m": step(1.22, 6.0, 0.76, 0.61)}, default="m", bf16_native=True)
+    assert all(v["met"] for v in good.values()) and len(good) == 5
+    # 1.20 is under 0.95 x 1.27 = 1.2065: the speed-up target follows the FLOP ratio, not a flat 2x
+    bad = bench.verdicts({"m": step(1.20, 4.9, 0.74, 0.59, draw=0.11)}, default="m", bf16_native=True)
+    assert not any(v["met"] for v in bad.values())
+    assert next(v for k, v in bad.items() if "over (b)" in k)["target"] == pytest.approx(0.95 * 1.27)
+    # where bf16 is emulated it is not evaluated, and the draw is read against the fp32 step
+    emu = bench.verdicts({"m": step(1.22, 6.0, 0.76, draw=0.09)}, default="m", bf16_native=False)
+    assert next(v for k, v in emu.items() if "bf16 step" in k)["met"] is None
+    assert next(v for k, v in emu.items() if "draw" in k)["met"] is True
+    failed = bench.verdicts({"m": step(1.22, 6.0, None, 0.61)}, default="m", bf16_native=True)
+    assert next(v for k, v in failed.items() if "fp32 step" in k)["met"] is None

@@ -3,7 +3,7 @@
 Chapters run on CUDA when it is present and on the CPU otherwise (what CI runs), in fp32.
 ``TOKENDYN_DEVICE`` (``cpu``, ``cuda``, ``cuda:N``, ``auto``) overrides the choice for every model
 the registry loads and the chains a chapter starts. ``TOKENDYN_DTYPE=bf16`` runs the models in
-bfloat16, on the GPU or the CPU; logits come back as float32 and categorical draws stay float64 (see
+bfloat16, on the GPU or the CPU; logits come back as float32 and categorical draws add them up in float64 (see
 :mod:`tokendyn.glauber`). The chapters' CPU defaults stay fp32: the Performance appendix measures
 what bf16 changes. So a researcher reruns any chapter at GPU scale with
 
@@ -38,7 +38,7 @@ def default_dtype(device: torch.device | None = None) -> torch.dtype:
     """``TOKENDYN_DTYPE`` for the models: fp32 (default), bf16 anywhere, fp16 on CUDA only.
 
     bf16 runs the model's matmuls in bfloat16 (on the CPU too: AVX-512 BF16 about doubles the
-    step rate); logits are cast back to float32 and categorical draws stay in float64.
+    step rate); logits are cast back to float32 and categorical draws add them up in float64.
     """
     device = device or default_device()
     name = os.environ.get("TOKENDYN_DTYPE", "fp32").strip() or "fp32"

@@ -36,7 +36,7 @@ from .atomic import RecordError, read_record, write_json
 from .checks import check_choice, check_range
 
 __all__ = ["StepSettings", "ATTNS", "CHUNKS", "machine_key", "parse_override", "calibrate",
-           "settings_for", "conditional", "chosen", "cache_path"]
+           "settings_for", "conditional", "chosen", "record", "cache_path"]
 
 ATTNS = ("eager", "sdpa")
 CHUNKS = (32, 64)
@@ -117,9 +117,10 @@ def _supported_attns(model: Any) -> list[str]:
     for a in ATTNS:
         try:
             model.set_attn_implementation(a)
-            ok.append(a)
         except (ValueError, ImportError, AttributeError, NotImplementedError):
-            pass
+            continue
+        if _attn(model) == a:  # MPNet only warns and stays eager when asked for sdpa
+            ok.append(a)
     if hasattr(model, "set_attn_implementation"):
         model.set_attn_implementation(current)
     return ok or [current]
@@ -212,10 +213,18 @@ def conditional(loaded: Any, *, wrap: str = "special") -> Any:
     model = loaded.model
     if _attn(model) != s.attn and hasattr(model, "set_attn_implementation"):
         model.set_attn_implementation(s.attn)
-    _CHOSEN[getattr(loaded, "name", type(model).__name__)] = s.to_dict()
-    return MLMConditional(loaded, wrap=wrap, chunk=s.chunk, compile=s.compile)
+    cond = MLMConditional(loaded, wrap=wrap, chunk=s.chunk, compile=s.compile)
+    record(cond.name, {**s.to_dict(), "last_layer": cond.last_layer})
+    return cond
+
+
+def record(name: str, entry: dict[str, Any]) -> None:
+    """Note how the conditional named ``name`` runs (every MLMConditional notes itself as
+    constructed; :func:`conditional` then adds how its settings were chosen)."""
+    _CHOSEN[name] = dict(entry)
 
 
 def chosen() -> dict[str, dict[str, Any]]:
-    """The settings of every model :func:`conditional` set up in this process, by model name."""
+    """How every masked LM's step ran in this process, by model name: attention, chunk,
+    compiled, last layer, and where the settings came from (``source``)."""
     return {k: dict(v) for k, v in _CHOSEN.items()}

@@ -14,7 +14,8 @@ from .influence import influence_curves, influence_matrix
 from .mixing import (coupling_anchor, distance_to_stationarity, dwell_survival, paired_survival,
                      stationary_laws, survival_grid)
 from .probes import cloze_scores, register_scores, scoreboard
-from .performance import flop_rates, kernel_rates, scaling_table, step_rate_rounds, step_rate_scaling
+from .performance import (breakdown_table, flop_rates, kernel_rates, scaling_table, step_breakdown, step_rate_rounds,
+                          step_rate_scaling)
 from .rectangles import (arnold_press, delta_by_gap, delta_controls, delta_distribution, delta_intervals,
                          delta_vs_depth, delta_vs_size, delta_vs_tau, paired_deltas)
 from .scaling import crossover_vs_budget, ratio_vs_tau, scaling_ratios
@@ -28,7 +29,7 @@ __all__ = ["residual_aim", "scoreboard", "ablation_panels", "interface_scaling",
            "group_boxplot", "path_explorer", "region_time", "repetition_paths", "trap_depth", "trap_dwells",
            "dabi_curves", "flip_contrast", "taxonomy", "drift_panels", "topic_map", "topic_similarity", "influence_curves", "influence_matrix",
            "coupling_anchor", "distance_to_stationarity", "dwell_survival", "paired_survival",
-           "stationary_laws", "survival_grid", "flop_rates", "kernel_rates", "scaling_table",
+           "stationary_laws", "survival_grid", "breakdown_table", "flop_rates", "kernel_rates", "scaling_table", "step_breakdown",
            "step_rate_rounds", "step_rate_scaling", "cloze_scores", "register_scores", "arnold_press", "delta_by_gap", "delta_controls",
            "delta_distribution", "delta_intervals", "delta_vs_depth", "delta_vs_size", "delta_vs_tau", "paired_deltas", "crossover_vs_budget",
            "scaling_ratios", "ratio_vs_tau", "site_entropy", "size_ladder", "cliff", "generation_perplexity", "image_rollin",

@@ -12,7 +12,8 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-__all__ = ["flop_rates", "step_rate_rounds", "scaling_table", "step_rate_scaling", "kernel_rates"]
+__all__ = ["flop_rates", "step_rate_rounds", "scaling_table", "step_rate_scaling", "kernel_rates",
+           "breakdown_table", "step_breakdown"]
 
 
 def flop_rates(table: pd.DataFrame, *, batch: int, n: int) -> alt.LayerChart:
@@ -72,6 +73,37 @@ def kernel_rates(kern: pd.DataFrame,
     return alt.Chart(kern_long).mark_bar().encode(
         y=alt.Y("kernel:N", title=None), x="per second:Q", color="device:N", yOffset="device:N"
     ).properties(title="Glauber step, coupled step and rectangle test on the same model", height=140)
+
+
+PARTS = ("matmuls", "attention", "draw", "rest")
+
+
+def breakdown_table(steps: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per (step, part of its time): ``steps`` maps a label (model and dtype) -> its
+    ``glauber_step`` record (or ``bf16`` block) with a ``breakdown``; columns ``step``, ``part``,
+    ``share``, ``ms per step`` and ``ceiling`` (the step's fraction of its matmul ceiling, as text)."""
+    rows = []
+    for label, st in steps.items():
+        bd = st["breakdown"]
+        for part in PARTS:
+            rows.append({"step": label, "part": part, "share": bd["shares"][part],
+                         "ms per step": bd["step_ms"], "ceiling": fraction_text(st)})
+    return pd.DataFrame(rows)
+
+
+def step_breakdown(table: pd.DataFrame) -> alt.Chart:
+    """Stacked bars of where one step's time goes (matmuls, attention, the vocabulary draw, the
+    rest), one bar per model and dtype, each labelled with the step's fraction of its matmul
+    ceiling: what stands between the step and the hardware. ``table`` from :func:`breakdown_table`."""
+    t = table.assign(label=table["step"] + " (" + table["ceiling"] + " of its ceiling)",
+                     order=table["part"].map({p: i for i, p in enumerate(PARTS)}))
+    return alt.Chart(t).mark_bar().encode(
+        y=alt.Y("label:N", title=None, sort=list(dict.fromkeys(t["label"]))),
+        x=alt.X("share:Q", stack="normalize", title="share of a step's time", axis=alt.Axis(format="%")),
+        color=alt.Color("part:N", sort=list(PARTS), title="part of the step"),
+        order=alt.Order("order:Q"),
+        tooltip=["step:N", "part:N", alt.Tooltip("share:Q", format=".1%"), alt.Tooltip("ms per step:Q", format=".1f")],
+    ).properties(title="Where a Glauber step's time goes (torch profiler, self time per op)", height=36 * t["label"].nunique())
 
 
 def roofline_value(step: Mapping[str, Any]) -> float | None:
