@@ -117,16 +117,18 @@ def test_shipped_model_loads_offline_and_matches_its_eval(name):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 3 criterion not met yet: after 1,792 CPU steps in three "
-                   "stages the default ranks 'paris' second after 'france' and copies on 21% of the "
-                   "probe (needs more training)")
-def test_default_mlm_puts_paris_first_and_rarely_copies():
+def test_default_mlm_falls_short_of_paris_first_as_recorded():
+    """The default MLM's known shortfall, asserted as it is (a strict xfail would pass on any
+    exception): on "The capital of France is [MASK]." it ranks 'france' first and 'paris' second,
+    and its probe copy rate (eval.json) is above the 0.10 the criterion asks. A retrained model that
+    puts 'paris' first and copies less fails here: then assert the criterion itself."""
     m = models.load_mlm()
     assert m.name == "minilm-mlm" and type(m.model).__name__ == "BertForMaskedLM"
     logits = evaluation.masked_logits(m, ["The capital of France is [MASK]."])[0]
-    assert evaluation.token_word(m.tokenizer, int(logits.argmax())) == "paris"
+    top2 = [evaluation.token_word(m.tokenizer, int(i)) for i in logits.topk(2).indices]
+    assert top2 == ["france", "paris"]
     ev = json.loads((shipped.models_dir() / "minilm-mlm" / "eval.json").read_text())
-    assert ev["copy_rate"] <= 0.10
+    assert 0.10 < ev["copy_rate"] < 0.25
 
 
 def test_model_family_cuts_minilm_and_trains_only_its_top_layer():

@@ -44,11 +44,7 @@ def test_seeded_runs_reproduce_bit_for_bit_and_golden():
     assert not torch.equal(a.tokens, c.tokens)
     assert a.trajectory.shape == (4, 8, 6) and a.steps_recorded.tolist() == [0, 10, 20, 30]
     assert torch.equal(a.trajectory[0], x0) and torch.equal(a.trajectory[-1], a.tokens)
-    # golden value of this seeded run (changes if the order of random draws changes)
-    assert a.tokens[0].tolist() == GOLDEN_ROW0
-
-
-GOLDEN_ROW0 = [0, 0, 3, 2, 3, 3]  # recorded from this implementation, seed 5
+    # whole seeded trajectories (every chain, every step) are checked in test_golden.py
 
 
 def test_each_chain_gets_its_own_site():
