@@ -56,6 +56,7 @@ from .checks import check_range
 from .conditional import ConditionalModel, check_tokens
 from .glauber import check_tau, greedy_fixed_point, make_generator, sample
 from .influence import all_site_logits
+from .sampling import draw
 from .stats import Estimate, bootstrap
 
 __all__ = ["margins", "is_perfect_trap", "GreedyTraps", "greedy_traps", "verify_traps", "TrapRecord",
@@ -532,15 +533,6 @@ class KineticRun:
     observed_until: Tensor
 
 
-def _draw_index(w: Tensor, u: Tensor) -> Tensor:
-    """Inverse-CDF draw from non-negative weights ``[A, K]`` (positive total) with uniforms ``[A]``
-    in ``[0, 1)``; never a zero-weight index."""
-    c = w.cumsum(-1)
-    idx = (c <= (u * c[:, -1])[:, None]).sum(-1)
-    last = torch.where(w > 0, torch.arange(w.shape[1], device=w.device), -1).amax(-1)
-    return torch.minimum(idx, last)
-
-
 def kinetic_sample(model: ConditionalModel, x0: Tensor, *, tau: Temperature, moves: int, seed: int,
                    max_steps: float = math.inf) -> KineticRun:
     """Random-scan Glauber from ``x0`` ``[B, n]`` at ``tau`` (float or ``[B]``), simulated one move
@@ -589,13 +581,13 @@ def kinetic_sample(model: ConditionalModel, x0: Tensor, *, tau: Temperature, mov
                 g = go.nonzero().flatten()
                 rows = act[g]
                 w_site = torch.exp(le[g] - le[g].amax(-1, keepdim=True))
-                site = _draw_index(w_site, u[rows, 1])
+                site = draw(w_site, u[rows, 1])[0]
                 s = L[g.to(L.device), site.to(L.device)]                 # [G, V]
                 tg = ta[g.to(x0.device)].reshape(-1, 1) if isinstance(ta, Tensor) else ta
                 s = s / tg
                 s = s.scatter(-1, xa[g.to(xa.device), site.to(xa.device)].long().unsqueeze(-1), float("-inf"))
                 w_tok = torch.exp(s - s.amax(-1, keepdim=True)).cpu()
-                v = _draw_index(w_tok, u[rows, 2])
+                v = draw(w_tok, u[rows, 2])[0]
                 x[rows.to(x.device), site.to(x.device)] = v.to(x.device, x.dtype)
                 t[rows] = t_next[g]
         states.append(x.clone().cpu())
