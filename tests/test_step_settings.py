@@ -55,7 +55,8 @@ def test_first_use_measures_and_caches_then_reuses(cache, monkeypatch):
 def test_a_damaged_cache_is_measured_again(cache, monkeypatch):
     cache.write_text('{"kind": "step-settings", "entr')
     monkeypatch.setattr(SS, "calibrate", lambda loaded, **kw: SS.StepSettings("eager", False, 64, "measured"))
-    assert SS.settings_for(build_tiny("bert")).source == "measured"
+    with pytest.warns(UserWarning, match="step-settings.json"):
+        assert SS.settings_for(build_tiny("bert")).source == "measured"
     assert json.loads(cache.read_text())["kind"] == "step-settings"
 
 

@@ -26,13 +26,14 @@ import os
 import platform
 import statistics
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .atomic import RecordError, read_record, write_json
+from .atomic import MissingRecordError, RecordError, read_record, write_json
 from .checks import check_choice, check_range
 
 __all__ = ["StepSettings", "ATTNS", "CHUNKS", "machine_key", "parse_override", "calibrate",
@@ -173,7 +174,10 @@ def calibrate(loaded: Any, *, batch: int = 64, n: int = 32, compile: bool = Fals
 def _read_cache() -> dict[str, Any]:
     try:
         return read_record(cache_path(), kind=CACHE_KIND, keys=("entries",))["entries"]
-    except RecordError:  # missing or damaged: measure again and rewrite it
+    except MissingRecordError:
+        return {}
+    except RecordError as e:  # damaged: say which file, then measure again and rewrite it
+        warnings.warn(f"{e} (the step-settings cache: measuring again)", stacklevel=3)
         return {}
 
 
