@@ -361,34 +361,25 @@ def repeated_words(texts: Sequence[str], *, min_letters: int = 4) -> Tensor:
 def ar_nll(ar: Any, texts: Sequence[str], *, batch: int = 16) -> Tensor:
     """Mean negative log-likelihood per token of each text under a causal LM (``ar.model``,
     ``ar.tokenizer``, e.g. :func:`tokendyn.models.load_ar`), each read after ``<|endoftext|>`` (or
-    BOS) -> ``[N]`` float64 nats; ``exp`` of it is the text's perplexity."""
+    BOS) -> ``[N]`` float64 nats; ``exp`` of it is the text's perplexity. The log-likelihoods are
+    :func:`tokendyn.evaluation.causal.sequence_log_likelihoods` over right-padded batches."""
+    from .evaluation.causal import right_pad, sequence_log_likelihoods, start_id
+
     texts = list(texts)
     if not texts:
         raise ValueError("texts is empty")
     check_range("batch", batch, 1, integer=True)
     tok, model = ar.tokenizer, ar.model
-    start = tok.convert_tokens_to_ids("<|endoftext|>")
-    if start is None or (start == tok.unk_token_id and tok.unk_token != "<|endoftext|>"):
-        start = tok.bos_token_id
-    if start is None:
-        raise ValueError("the AR tokenizer has no <|endoftext|> or BOS token to start a text with")
-    dev = next(model.parameters()).device
+    start = start_id(tok)
     every = [[start] + tok(t, add_special_tokens=False)["input_ids"] for t in texts]
     longest = max(range(len(every)), key=lambda r: len(every[r]))
     check_context(model, len(every[longest]), what=f"texts[{longest}]'s {len(every[longest]) - 1} tokens "
                   "and the start token", allowed="tokens per text, start included")
     out = []
     for s in range(0, len(texts), batch):
-        seqs = every[s:s + batch]
-        width = max(map(len, seqs))
-        x = torch.zeros(len(seqs), width, dtype=torch.long)
-        att = torch.zeros(len(seqs), width, dtype=torch.long)
-        for r, q in enumerate(seqs):
-            x[r, :len(q)] = torch.tensor(q)
-            att[r, :len(q)] = 1
-        logp = model(input_ids=x.to(dev), attention_mask=att.to(dev)).logits[:, :-1].float().log_softmax(-1)
-        lp = logp.gather(2, x[:, 1:, None].to(dev))[..., 0].double().cpu() * att[:, 1:]
-        out.append(-lp.sum(1) / att[:, 1:].sum(1).clamp_min(1))
+        x, att = right_pad(every[s:s + batch])
+        ll = sequence_log_likelihoods(model, x, att).double()
+        out.append(-ll / att[:, 1:].sum(1).clamp_min(1))
     return torch.cat(out)
 
 
