@@ -134,6 +134,13 @@ def test_verdicts_judge_every_target_on_constructed_steps(bench):
 
     good = bench.verdicts({"m": step(1.22, 6.0, 0.76, 0.61)}, default="m", bf16_native=True)
     assert all(v["met"] for v in good.values()) and len(good) == 5
+    # the (a) target's bound: at 100 GFLOP/s and 1 GFLOP a chain-step, with (a) at 25 chain-steps/s,
+    # (c) could be at most 4x (a): the 5x goal is out of reach there
+    capped = {**step(1.22, 3.0, 0.8, 0.61), "effective_gflops": {"dense_matmul": 100.0},
+              "chain_steps_per_s": {"one_chain": 25.0}}
+    capped["flops_per_chain_step"]["needed"] = 1e9
+    one = next(v for k, v in bench.verdicts({"m": capped}, default="m", bf16_native=True).items() if "over (a)" in k)
+    assert one["at_the_ceiling"] == pytest.approx(4.0) and one["reachable"] is False and one["met"] is False
     # 1.20 is under 0.95 x 1.27 = 1.2065: the speed-up target follows the FLOP ratio, not a flat 2x
     bad = bench.verdicts({"m": step(1.20, 4.9, 0.74, 0.59, draw=0.11)}, default="m", bf16_native=True)
     assert not any(v["met"] for v in bad.values())
