@@ -77,7 +77,9 @@ def nbval(setting: str, notebook: str, threads: int | None) -> dict:
         cmd = [str(ROOT / ".venv" / "bin" / "pytest"), notebook, "--nbval-lax", "--nbval-current-env",
                "--nbval-cell-timeout=1200", "-p", "no:cacheprovider", "-q", f"--junitxml={xml}"]
         t0 = time.time()
-        run = subprocess.run(cmd, env={**_env(setting, threads), "PYTHONPATH": str(ROOT / "tests")},
+        # this checkout's library first, whatever copy the venv has installed (a worktree runs its own)
+        path = os.pathsep.join([str(ROOT / "tests"), str(ROOT / "lib")])
+        run = subprocess.run(cmd, env={**_env(setting, threads), "PYTHONPATH": path},
                              capture_output=True, text=True, cwd=ROOT)
         minutes = (time.time() - t0) / 60
         passed, failed = 0, []
