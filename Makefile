@@ -53,7 +53,7 @@ nbval: setup
 	PYTHONPATH=tests $(VENV)/bin/pytest $(NOTEBOOKS) $(NBVAL) -p nbtiming -p no:cacheprovider
 
 # nbval of every chapter under five settings that change the logits' bits (native, one thread, ATen's
-# default and AVX2 kernels, MKL_CBWR=COMPATIBLE): data/runs/float-orders.json. JOBS=2 runs two settings
+# default and AVX2 kernels, MKL_CBWR=COMPATIBLE): data/runs/float-orders.json. JOBS=2 runs two (setting, notebook) pairs
 # at a time on one thread each (about an hour on 2 cores); RESUME=1 keeps the pairs already recorded.
 float-orders: setup
 	$(PY) scripts/float_orders.py --jobs $(or $(JOBS),1) $(if $(RESUME),--resume)

@@ -9,7 +9,7 @@ records, per notebook, the cells that passed and failed.
 
     .venv/bin/python scripts/float_orders.py                       # every setting, every notebook
     .venv/bin/python scripts/float_orders.py --settings aten-avx2 --notebooks book/07_escapes.ipynb
-    make float-orders JOBS=2                                       # two settings at a time, 1 thread each
+    make float-orders JOBS=2                                       # two (setting, notebook) pairs at a time, 1 thread each
 
 The record (``data/runs/float-orders.json`` unless ``--out``) is rewritten after every finished
 (setting, notebook) pair, so a killed run resumes where it stopped (``--resume``) and loses nothing.
@@ -118,7 +118,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--settings", default=",".join(SETTINGS), help=f"comma-separated, from {list(SETTINGS)}")
     ap.add_argument("--notebooks", nargs="*", default=None, help="default: every book/*.ipynb")
-    ap.add_argument("--jobs", type=int, default=1, help="settings run at once (each then gets --threads)")
+    ap.add_argument("--jobs", type=int, default=1, help="(setting, notebook) pairs run at once, longest first (each then gets --threads)")
     ap.add_argument("--threads", type=int, default=None,
                     help="TOKENDYN_THREADS for every setting that does not set it (default: the machine's, or 1 with --jobs > 1)")
     ap.add_argument("--out", default=str(ROOT / "data" / "runs" / "float-orders.json"))
@@ -145,6 +145,7 @@ def main() -> None:
     if args.resume and out.is_file():
         old = read_record(out, kind=KIND, keys=("settings",))
         record["settings"] = old["settings"]
+    before = _minutes(ROOT / "data" / "runs" / "float-orders.json")  # read before this run rewrites it
     lock = Lock()
 
     def save() -> None:
@@ -161,22 +162,34 @@ def main() -> None:
               f"ATen {h['cpu_capability']}, {h['torch_threads']} threads)", flush=True)
     save()
 
-    def run_setting(s: str) -> None:
-        for nb in notebooks:
-            if nb in record["settings"][s]["notebooks"]:
-                continue
-            r = nbval(s, nb, threads)
-            with lock:
-                record["settings"][s]["notebooks"][nb] = r
-            save()
-            print(f"{s} {nb}: {r['passed']} passed, {r['failed']} failed ({r['minutes']:.1f} min)"
-                  + (f" {r['failed_cells']}" if r["failed"] else ""), flush=True)
+    def run_pair(pair: tuple[str, str]) -> None:
+        s, nb = pair
+        r = nbval(s, nb, threads)
+        with lock:
+            record["settings"][s]["notebooks"][nb] = r
+        save()
+        print(f"{s} {nb}: {r['passed']} passed, {r['failed']} failed ({r['minutes']:.1f} min)"
+              + (f" {r['failed_cells']}" if r["failed"] else ""), flush=True)
 
+    # One task per (setting, notebook), longest first by the minutes a committed record gives
+    # (MKL_CBWR=COMPATIBLE runs at half speed): the jobs then finish within one notebook of each other.
+    pairs = [(s, nb) for s in settings for nb in notebooks if nb not in record["settings"][s]["notebooks"]]
+    pairs.sort(key=lambda p: -before.get(p, 1.0))
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        list(pool.map(run_setting, settings))
+        list(pool.map(run_pair, pairs))
     print(table(record))
     failed = sum(r["failed"] for s in record["settings"].values() for r in s["notebooks"].values())
     sys.exit(1 if failed else 0)
+
+
+def _minutes(path: Path) -> dict[tuple[str, str], float]:
+    """``(setting, notebook) -> minutes`` from an earlier matrix record (empty if there is none)."""
+    try:
+        rec = read_record(path, kind=KIND, keys=("settings",))
+    except (OSError, ValueError):
+        return {}
+    return {(s, nb): r.get("minutes", 1.0) for s, v in rec["settings"].items()
+            for nb, r in v.get("notebooks", {}).items()}
 
 
 def _cpu() -> str:

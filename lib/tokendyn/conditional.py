@@ -222,7 +222,7 @@ class MLMConditional:
         lim = max_positions(self.model)
         self.max_sites: int | None = None if lim is None else lim[0] - 2 * self.offset
         """The most content tokens a state may hold (position table less the wrapping), or None."""
-        record(self.name, {"attn": str(getattr(self.model.config, "_attn_implementation", None) or "eager"),
+        record(self.name, {"attn": str(getattr(getattr(self.model, "config", None), "_attn_implementation", None) or "eager"),
                            "chunk": chunk, "compile": compile, "last_layer": self.last_layer,
                            "source": "as constructed"})
 

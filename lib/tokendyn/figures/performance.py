@@ -95,10 +95,10 @@ def step_breakdown(table: pd.DataFrame) -> alt.Chart:
     """Stacked bars of where one step's time goes (matmuls, attention, the vocabulary draw, the
     rest), one bar per model and dtype, each labelled with the step's fraction of its matmul
     ceiling: what stands between the step and the hardware. ``table`` from :func:`breakdown_table`."""
-    t = table.assign(label=table["step"] + " (" + table["ceiling"] + " of its ceiling)",
+    t = table.assign(label=table["step"] + ": " + table["ceiling"] + " of ceiling",
                      order=table["part"].map({p: i for i, p in enumerate(PARTS)}))
     return alt.Chart(t).mark_bar().encode(
-        y=alt.Y("label:N", title=None, sort=list(dict.fromkeys(t["label"]))),
+        y=alt.Y("label:N", title=None, sort=list(dict.fromkeys(t["label"])), axis=alt.Axis(labelLimit=360)),
         x=alt.X("share:Q", stack="normalize", title="share of a step's time", axis=alt.Axis(format="%")),
         color=alt.Color("part:N", sort=list(PARTS), title="part of the step"),
         order=alt.Order("order:Q"),
