@@ -680,7 +680,7 @@ def run_device(device: str, quick: bool) -> dict[str, Any]:
     result["kernels"] = kernels_bench(loaded, batch=batch, n=n, device=device,
                                       rounds=max(2, rounds // 3))
     gs = result["glauber_step"]
-    # Top-level keys the issue names, for quick reading.
+    # The headline keys at the top level, for quick reading.
     for k in ("speedup_vs_shared_site_full_head", "speedup_vs_one_chain", "roofline_fraction", "roofline_failed"):
         result[k] = gs[k]
     result["rates"] = {"chain_steps_per_s": gs["chain_steps_per_s"], "effective_gflops": gs["effective_gflops"]}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Record chapter 6's DABI(s) curves at a size whose intervals carry a conclusion (issue 27, claim 12).
+"""Record chapter 6's DABI(s) curves at a size whose intervals carry a conclusion (claim 12).
 
     TOKENDYN_THREADS=1 nice -n 5 .venv/bin/python scripts/record_dabi.py --tokens 8192
 

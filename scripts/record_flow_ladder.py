@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Record chapter 5's generator-quality ladder (issue 28, items 3 and 5).
+"""Record chapter 5's generator-quality ladder.
 
     nice -n 10 .venv/bin/python scripts/record_flow_ladder.py --windows 512 --steps 2,4,8,16 --seed 0
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Record chapter 7's ODE/SDE comparison at a size whose intervals carry a conclusion (issue 28).
+"""Record chapter 7's ODE/SDE comparison at a size whose intervals carry a conclusion.
 
     nice -n 10 .venv/bin/python scripts/record_ode_sde.py --seeds 5 --per-seed 256 --steps 4,8
     nice -n 10 .venv/bin/python scripts/record_ode_sde.py --seeds 5 --per-seed 256 --steps 4 \

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Record chapter 2's rectangle test on the size ladder (issue 26): delta per rung, for the slope on size.
+"""Record chapter 2's rectangle test on the size ladder: delta per rung, for the slope on size.
 
     TOKENDYN_THREADS=2 nice -n 5 .venv/bin/python scripts/record_size_ladder.py --n-rect 512
 

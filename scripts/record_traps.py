@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Record chapter 4's trap census at a size whose intervals carry claim 6 (issues 26 and 27).
+"""Record chapter 4's trap census at a size whose intervals carry claim 6.
 
     TOKENDYN_THREADS=1 nice -n 5 .venv/bin/python scripts/record_traps.py \
         --models minilm-mlm,splade-tiny-mlm --starts 96 --taus 0.3,0.5,1.0

@@ -1,4 +1,4 @@
-"""Train the contextual text latent model (issue 11's ELF analogue) and ship it to data/models/context-latent.
+"""Train the contextual text latent model (Part II's ELF analogue) and ship it to data/models/context-latent.
 
     python scripts/train_context_latent.py encode    # frozen MiniLM token states of every window
     python scripts/train_context_latent.py readout   # linear readout over 30,522 WordPiece ids
@@ -13,7 +13,7 @@ one shard per 2,048 windows, the readout and the flow use the resumable loop of
 ``tokendyn.training.loop.train`` (a killed run ends at the same weights). Progress goes to stdout.
 ``readout`` and ``flow`` only need ``encode``, so they can run side by side (``--threads 1`` each).
 
-``flow-ladder`` (issue 28, item 3) trains the same flow (width, depth, batch, rate, data, seed) for
+``flow-ladder`` trains the same flow (width, depth, batch, rate, data, seed) for
 longer, in checkpoints/context-latent-ladder/, and snapshots it on the way; see :func:`flow_ladder`.
 It never touches the shipped flow or checkpoints/context-latent/flow.pt, and runs ``encode`` first if
 the states are missing (that stage resumes by shard).

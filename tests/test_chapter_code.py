@@ -1,5 +1,5 @@
 """Chapters define no functions: each chapter's code is parameters, library calls and one call per
-figure (issue 16). Anything a chapter computes that deserves a name lives, tested, in the library."""
+figure. Anything a chapter computes that deserves a name lives, tested, in the library."""
 
 import ast
 import json

@@ -73,7 +73,7 @@ def test_fingerprint_is_stable_and_order_free():
     assert checkpoint.fingerprint({"a": 1, "b": "x"}) == "ecf9e98ec064"  # golden: sha256 of '{"a":1,"b":"x"}'
 
 
-# --- Issue 17: caches never lie ---------------------------------------------------------------
+# --- caches never lie ---------------------------------------------------------------
 
 def _store_cell(tmp_path, values):
     store = checkpoint.Store(tmp_path)
@@ -132,7 +132,7 @@ def test_a_flipped_data_byte_is_caught_and_names_the_file(tmp_path):
     store, path = _store_cell(tmp_path, torch.tensor([1500, 12, 7]))
     raw = bytearray(path.read_bytes())
     n = int.from_bytes(raw[:8], "little")
-    raw[8 + n] ^= 0x03  # first data byte: 1500 -> 1503 (the issue saw 1500 -> 1497)
+    raw[8 + n] ^= 0x03  # first data byte: 1500 -> 1503 (a flipped bit)
     path.write_bytes(bytes(raw))
     with pytest.raises(checkpoint.CheckpointError, match="failed its checksum") as err:
         store.get_or_compute("coupling", {"tau": 1.0}, lambda: {"T": torch.tensor([0])})

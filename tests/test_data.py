@@ -65,7 +65,7 @@ def test_msmarco_loader_reads_a_local_file(tmp_path):
         data.msmarco_passages(4, path=f)
 
 
-# --- Issue 17: the same passages on every machine, or an error --------------------------------
+# --- the same passages on every machine, or an error --------------------------------
 
 @pytest.fixture
 def fresh_pools():

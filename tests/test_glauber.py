@@ -260,7 +260,7 @@ def test_recorded_coupling_chain_has_the_exact_gibbs_law():
     assert float(((emp - pi) ** 2 / pi).sum() * N) < 54.05  # chi-square, 26 dof, 99.9%
 
 
-# --- Issue 17: bad input gets a clear error, never a silent wrong result ----------------------
+# --- bad input gets a clear error, never a silent wrong result ----------------------
 
 def _tiny_cond():
     from tokendyn.conditional import MLMConditional

@@ -1,5 +1,5 @@
 """Bad arguments to public entry points fail at once with a ValueError/TypeError naming the
-parameter and its range, not deep inside torch (issue 25, item 4: a hostile user's probe).
+parameter and its range, not deep inside torch (a hostile user's probe).
 
 Each test is one input that used to fail with a raw torch/Python error, or silently gave nan.
 """

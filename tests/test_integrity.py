@@ -1,4 +1,4 @@
-"""Every weight file the project loads is checked against a recorded SHA-256 (issue 25, item 4)."""
+"""Every weight file the project loads is checked against a recorded SHA-256."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def test_pca_is_deterministic_and_exact():
         embedding.pca(x, 4)
 
 
-# --- Issue 17: loaders say what is wrong, and leave the process's hub settings alone ----------
+# --- loaders say what is wrong, and leave the process's hub settings alone ----------
 
 def test_load_mlm_tells_a_missing_path_from_a_hub_id(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # load_mlm("") loaded the current folder before the fix
@@ -109,7 +109,7 @@ def test_load_embedder_leaves_hub_offline_mode_alone(tmp_path):
     assert out.stdout.split()[-3:] == ["None", "False", "384"]
 
 
-# --- Issue 16: importing a model or training module changes no default -------------------------
+# --- importing a model or training module changes no default -------------------------
 
 def test_importing_shipped_and_training_registers_nothing_until_asked():
     import subprocess

@@ -1,4 +1,4 @@
-"""States longer than a model's position table are refused before any forward pass (issue 25).
+"""States longer than a model's position table are refused before any forward pass.
 
 The tiny models have 128 positions (RoBERTa: 130 less its padding offset 2), so with the
 ``[CLS]``/``[SEP]`` wrapping a state holds at most 126 content tokens.

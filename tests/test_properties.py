@@ -25,7 +25,7 @@ from tokendyn import rectangle as R
 CASES = dict(derandomize=True, database=None, deadline=None, print_blob=True,
              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-# How many cases each property runs (the closing note reports these).
+# How many cases each property runs.
 N_SAMPLE, N_COUPLING, N_STAY, N_INVERSE, N_DELTA, N_STORE, N_FLIP, N_PARSE, N_PASSAGES = (
     250, 200, 60, 300, 200, 60, 150, 300, 60)
 

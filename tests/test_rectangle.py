@@ -191,7 +191,7 @@ def test_uniform_rectangles_for_models_without_conditionals():
     assert torch.equal(r.a2, again.a2) and torch.equal(r.i, again.i)
 
 
-# --- Issue 17: alternatives and contexts are checked before any forward pass -------------------
+# --- alternatives and contexts are checked before any forward pass -------------------
 
 class _Counting:
     """Counts forward passes of the wrapped model (and keeps its support mask)."""

@@ -55,7 +55,7 @@ def test_chapter_parameters_reads_the_parameters_cell(tmp_path):
                     {"name": "tau", "default": "1.0", "help": ""}]
 
 
-# --- Issue 17: the sweep command line -----------------------------------------------------------
+# --- the sweep command line -----------------------------------------------------------
 
 def test_grid_values_parse_like_the_command_line_means_them():
     assert sweep.parse_axis("tau=0.5,1,2") == ("tau", [0.5, 1, 2])

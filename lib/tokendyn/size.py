@@ -1,4 +1,4 @@
-"""The size ladder's statistics (issue 26): per-rung estimates, slopes on size, paired quality checks.
+"""The size ladder's statistics: per-rung estimates, slopes on size, paired quality checks.
 
 A ladder record (``scripts/record_size_ladder.py``, ``scripts/record_traps.py``) holds one row per
 model with its ``params``, ``encoder`` and per-item samples (rectangles, traps, probe items,

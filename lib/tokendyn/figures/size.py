@@ -1,4 +1,4 @@
-"""Figures of the size ladder (issue 26): a statistic per rung against parameters, with its fit."""
+"""Figures of the size ladder: a statistic per rung against parameters, with its fit."""
 
 from __future__ import annotations
 

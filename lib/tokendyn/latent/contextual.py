@@ -1,6 +1,6 @@
 """The contextual text latent model: frozen MiniLM token states, a sharp linear readout over WordPiece.
 
-The ELF analogue of Part II (issue 11). The 16-d word autoencoder of :mod:`.text` keeps its latents
+The ELF analogue of Part II. The 16-d word autoencoder of :mod:`.text` keeps its latents
 far from the readout's boundaries (the *separated* regime); this model has what ELF has:
 
 - **contextual latents**: the token states of the frozen all-MiniLM-L6-v2 encoder (from the

@@ -176,17 +176,17 @@ HEAD_LADDER: dict[str, tuple[str, int]] = {
     **{f"ladder-minilm-l{d}": ("minilm", d) for d in (1, 2, 3, 4, 6)},
     **{f"ladder-mpnet-l{d}": ("mpnet", d) for d in (2, 4, 6, 10, 12)},
 }
-"""Issue 26's size ladder: ``name -> (encoder, layers)``, a frozen packaged encoder cut to its first
+"""The size ladder: ``name -> (encoder, layers)``, a frozen packaged encoder cut to its first
 ``layers`` layers (MPNet at five depths, so that one backbone spans 2.8x in parameters and 5.8x in
 non-embedding parameters on its own; MiniLM down to one layer, 13.9M, so that the ladder spans 7.9x:
-the issue's 2-to-12-layer ladder spans 6.9995x, a hair under its own 7x, and a rung was added
+a 2-to-12-layer ladder spans 6.9995x, a hair under its own 7x, and a rung was added
 rather than the rule moved) (``"minilm"``: all-MiniLM-L6-v2, 384 hidden; ``"mpnet"``: all-mpnet-base-v2, 768
 hidden, :mod:`tokendyn.models.mpnet`) under a fresh MLM head. One recipe trains every rung: the
 head alone (optionally the top layers too) on hidden states cached once
 (:mod:`tokendyn.training.head`, ``scripts/train_head.py``), after stage 0 for MiniLM (its mask row)."""
 
 BASE_MODEL = "mpnet-base-mlm"
-"""Part I's base-size model (issue 26): all-mpnet-base-v2's 12 layers with the head *and the top
+"""Part I's base-size model: all-mpnet-base-v2's 12 layers with the head *and the top
 layer* trained on cached layer-11 states (lr 5e-4). It is not a ladder rung, because its recipe is
 not the ladder's: ``ladder-mpnet-l12`` is the same encoder under the head-only recipe, which leaves
 layer 12's pooling-tuned states to copy the sentence (probe copy rate 0.35 against 0.21 here)."""
@@ -406,11 +406,11 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
                     "hidden, lowercasing 30,527 WordPiece), ")
              + ("frozen but for its [MASK] embedding row (trained first: the package never saw a mask token), "
                 if fam == "minilm" else "frozen, ")
-             + "+ an MLM head trained on its cached hidden states: issue 26's size ladder", 0)
+             + "+ an MLM head trained on its cached hidden states: a rung of the size ladder", 0)
       for name, (fam, d) in HEAD_LADDER.items()),
     Recipe(BASE_MODEL, "all-mpnet-base-v2's all 12 layers (MPNet, 768 hidden, lowercasing 30,527 WordPiece), "
            "frozen but for layer 12, which trains with a fresh MLM head on cached layer-11 states: "
-           "Part I's base-size model (issue 26), outside the size ladder's head-only recipe", 0),
+           "Part I's base-size model, outside the size ladder's head-only recipe", 0),
 )}
 
 
@@ -428,7 +428,7 @@ def trained() -> list[Recipe]:
 
 
 CONTEXT_TOP5 = 0.25
-"""Cloze-probe top-5 from which a model counts as using its context (issue 14's bar)."""
+"""Cloze-probe top-5 from which a model counts as using its context (the probe bar)."""
 
 
 def probe_top5(name: str) -> float | None:
