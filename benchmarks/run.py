@@ -266,11 +266,13 @@ def roofline(ours: list[float], matmuls: Mapping[str, list[float]]) -> dict[str,
             "dense_matmul": dense}
 
 
-def judge(value: float | None, target: float, why_none: str = "the measurement failed") -> dict[str, Any]:
-    """A measured value against its goal: met, not met, or (value None) not evaluated, and why."""
-    met = None if value is None else bool(value >= target)
+def judge(value: float | None, target: float, why_none: str = "the measurement failed", *,
+          at_most: bool = False) -> dict[str, Any]:
+    """A measured value against its goal (at least ``target``, or at most with ``at_most``): met,
+    not met, or (value None) not evaluated, and why."""
+    met = None if value is None else bool(value <= target if at_most else value >= target)
     status = {None: f"not evaluated: {why_none}", True: "met", False: "not met"}[met]
-    return {"measured": value, "target": target, "met": met, "status": status}
+    return {"measured": value, "target": target, "met": met, "status": status, **({"at_most": True} if at_most else {})}
 
 
 def count_flops(fn: Callable[[], Any]) -> int:
@@ -618,10 +620,8 @@ def verdicts(steps: Mapping[str, Mapping[str, Any]], *, default: str, bf16_nativ
             if b is not None else judge(None, BF16_ROOFLINE_GOAL, why_none="bf16 is not native on this CPU"))
     d = steps[default]
     bd = (d["bf16"] if bf16_native and "bf16" in d else d)["breakdown"]
-    share = judge(bd["draw_over_step"], DRAW_SHARE_GOAL)
-    met = bool(bd["draw_over_step"] <= DRAW_SHARE_GOAL)  # at most: judge() tests at least
-    out[f"{default}: draw <= {DRAW_SHARE_GOAL} of the {'bf16' if bf16_native else 'fp32'} step"] = {
-        **share, "met": met, "status": "met" if met else "not met", "at_most": True}
+    out[f"{default}: draw <= {DRAW_SHARE_GOAL} of the {'bf16' if bf16_native else 'fp32'} step"] = judge(
+        bd["draw_over_step"], DRAW_SHARE_GOAL, at_most=True)
     return out
 
 

@@ -15,6 +15,13 @@ def loaded(request):
     return build_tiny(request.param, pad_vocab=3)
 
 
+def _assert_same_logits(got, ref, atol):
+    """The same support (finite entries) and logits within ``atol`` there."""
+    assert torch.equal(torch.isfinite(got), torch.isfinite(ref))
+    fin = torch.isfinite(ref)
+    torch.testing.assert_close(got[fin], ref[fin], atol=atol, rtol=0)
+
+
 def _plain(loaded, adapter, x, sites):
     ids = adapter.wrap_ids(x).clone()
     rows = torch.arange(len(x))
@@ -150,10 +157,7 @@ def test_compiled_encoder_matches_eager_and_drives_a_chain():
     assert comp.compiled and not eager.compiled
     x = content_ids(tiny, [TEXT], 10).repeat(4, 1)
     sites = torch.tensor([0, 3, 6, 9])
-    got, ref = comp.site_logits(x, sites), eager.site_logits(x, sites)
-    assert torch.equal(torch.isfinite(got), torch.isfinite(ref))
-    fin = torch.isfinite(ref)
-    torch.testing.assert_close(got[fin], ref[fin], atol=1e-4, rtol=0)
+    _assert_same_logits(comp.site_logits(x, sites), eager.site_logits(x, sites), 1e-4)
     state = glauber.init(x)
     for _ in range(3):
         state, info = glauber.step(comp, state, torch.Generator().manual_seed(0), tau=1.0)
@@ -180,9 +184,6 @@ def test_last_layer_runs_at_the_sites_only_and_agrees_with_the_full_pass(loaded)
     assert sites_only.last_layer == "sites" and full.last_layer == "full"
     x = content_ids(loaded, [TEXT], 10).repeat(4, 1)
     sites = torch.tensor([0, 3, 6, 9])
-    a, b = sites_only.site_logits(x, sites), full.site_logits(x, sites)
-    assert torch.equal(torch.isfinite(a), torch.isfinite(b))
-    fin = torch.isfinite(a)
-    torch.testing.assert_close(a[fin], b[fin], atol=1e-5, rtol=0)
+    _assert_same_logits(sites_only.site_logits(x, sites), full.site_logits(x, sites), 1e-5)
     with pytest.raises(ValueError, match="last_layer"):
         MLMConditional(loaded, last_layer="some")

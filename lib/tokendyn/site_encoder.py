@@ -92,12 +92,17 @@ def _post_ln_last(layer: _PostLN, h: Tensor, bias: Tensor | None, allowed: Tenso
 
 # --- BERT, RoBERTa, XLM-RoBERTa ---------------------------------------------------------------
 
-def _bert_prefix(base: Any, ids: Tensor, mask: Tensor | None) -> tuple[Tensor, None]:
-    h = base.embeddings(input_ids=ids)  # token types 0, positions as the model makes them
+def _post_ln_prefix(base: Any, h: Tensor, mask: Tensor | None, layers: Any) -> tuple[Tensor, None]:
+    """Embeddings ``h`` through every layer of ``layers`` but the last, under the model's own mask."""
     m = _padding_mask(base, h, mask)
-    for layer in base.encoder.layer[:-1]:
+    for layer in layers[:-1]:
         h = layer(h, m)
     return h, None
+
+
+def _bert_prefix(base: Any, ids: Tensor, mask: Tensor | None) -> tuple[Tensor, None]:
+    # token types 0, positions as the model makes them
+    return _post_ln_prefix(base, base.embeddings(input_ids=ids), mask, base.encoder.layer)
 
 
 def _bert_last(base: Any, h: Tensor, _: None, allowed: Tensor, rows: Tensor, pos: Tensor) -> Tensor:
@@ -131,11 +136,7 @@ def _mpnet_last(base: Any, h: Tensor, bias: Tensor, allowed: Tensor, rows: Tenso
 # --- DistilBERT -------------------------------------------------------------------------------
 
 def _distil_prefix(base: Any, ids: Tensor, mask: Tensor | None) -> tuple[Tensor, None]:
-    h = base.embeddings(ids)
-    m = _padding_mask(base, h, mask)
-    for layer in base.transformer.layer[:-1]:
-        h = layer(h, m)
-    return h, None
+    return _post_ln_prefix(base, base.embeddings(ids), mask, base.transformer.layer)
 
 
 def _distil_last(base: Any, h: Tensor, _: None, allowed: Tensor, rows: Tensor, pos: Tensor) -> Tensor:
