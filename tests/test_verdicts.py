@@ -110,16 +110,58 @@ def test_the_within_group_slope_is_not_moved_by_a_gap_between_groups():
         size_slope(n, samples, groups=["a", "b"])
 
 
+def _times(law, *, ns=(8, 16, 32, 64, 128), pairs=32, C=1.5, sigma=0.35, cap=30.0, seed=0):
+    """Constructed coupling times: T = C law(n) e^(sigma z), censored at cap n ln n."""
+    import torch
+    rng = np.random.default_rng(seed)
+    out = {}
+    for n in ns:
+        t = np.ceil(C * law(n) * np.exp(sigma * rng.standard_normal(pairs)))
+        top = round(cap * n * math.log(n))
+        out[n] = (torch.tensor(np.minimum(t, top)), torch.tensor(t >= top))
+    return out
+
+
+NLOGN, POW15 = (lambda n: n * math.log(n)), (lambda n: n ** 1.5)
+
+
+def test_compare_shapes_tells_n_log_n_from_n_to_the_1_5():
+    from tokendyn.diagnostics import compare_shapes
+    a, b = compare_shapes(_times(NLOGN)), compare_shapes(_times(POW15))
+    assert a.log_lr > math.log(20) and b.log_lr < -math.log(20)
+    assert a.medians_finite and b.medians_finite and a.n_censored == 0
+    assert 1.0 < a.p_lo < a.p < a.p_hi < 1.5 < b.p_hi       # n ln n looks like n^1.27 over 8-128
+    assert abs(a.C - 1.5) < 0.15 and abs(a.sigma - 0.35) < 0.07
+    # a slope of log T on log(n ln n) cannot: n^1.5 is (n ln n)^1.15 here, inside [0.75, 1.25]
+    from tokendyn.diagnostics import shape_slope
+    med = [float(np.median(b_[0].numpy())) for b_ in _times(POW15).values()]
+    assert 0.75 < shape_slope([8, 16, 32, 64, 128], med) < 1.25
+    # censoring: a slow temperature (C = 40 > the cap of 30) does not couple
+    slow = compare_shapes(_times(NLOGN, C=40.0, sigma=0.2))
+    assert not slow.medians_finite and slow.n_censored > 80
+    with pytest.raises(ValueError, match="at least 3 lengths"):
+        compare_shapes({8: _times(NLOGN)[8], 16: _times(NLOGN)[16]})
+
+
 def test_claim_4():
-    c = {"m": E(1.55, 1.37, 1.78)}
-    assert V.claim_4(c, 2).verdict == P
-    assert V.claim_4(c, 4, shape_slope=E(1.0, 0.9, 1.1)).verdict == R
-    assert V.claim_4(c, 4, shape_slope=E(1.6, 1.4, 1.8)).verdict == P
-    # one slope per model: every one must be inside
-    assert V.claim_4(c, 4, shape_slope={"a": E(1.0, 0.9, 1.1), "b": E(1.05, 0.95, 1.15)}).verdict == R
-    assert V.claim_4(c, 4, shape_slope={"a": E(1.0, 0.9, 1.1), "b": E(1.6, 1.4, 1.8)}).verdict == P
-    assert V.claim_4(c, 4, shape_slope={}).verdict == P
-    assert V.claim_4({"m": E(math.inf, 2.0, math.inf)}, 4).verdict == N
+    from tokendyn.diagnostics import compare_shapes
+    law = compare_shapes(_times(NLOGN))
+    fast = compare_shapes(_times(POW15))
+    slow = compare_shapes(_times(NLOGN, C=40.0, sigma=0.2))
+    vague = compare_shapes(_times(NLOGN, ns=(8, 16, 32, 64), pairs=3, sigma=0.6))  # 12 times: no power
+    assert abs(vague.log_lr) < math.log(20)
+    hot = {1.5: law, 2.0: law, 3.0: law, 5.0: law}
+    assert V.claim_4({"m": hot}).verdict == R
+    assert V.claim_4({"m": hot, "k": {**hot, 1.5: slow}}).verdict == P           # hot only for one model
+    assert V.claim_4({"m": {1.5: fast, 5.0: law}}).verdict == P
+    assert V.claim_4({"m": {3.0: law, 5.0: law}}).verdict == P                 # the run starts above 1.5
+    assert V.claim_4({"m": {1.5: law, 5.0: fast}}).verdict == N                # the hottest grows faster
+    assert V.claim_4({"m": {1.5: law, 5.0: slow}}).verdict == N
+    assert V.claim_4({"m": {1.5: vague, 5.0: vague}}).verdict == N             # cannot tell: no credit
+    assert "cannot tell" in V.claim_4({"m": {1.5: vague, 5.0: vague}}).reason
+    short = compare_shapes(_times(NLOGN, ns=(8, 16, 32)))
+    assert V.claim_4({"m": {1.5: short, 5.0: short}}).verdict == N             # 3 lengths, 4x: too short
+    assert V.claim_4({}).verdict == M
 
 
 def test_claim_5():

@@ -1,0 +1,93 @@
+"""Rules committed before the runs they judge: which recorded run each rule reads, and a check.
+
+A verdict is only as honest as the order in which it was made: a rule written after its data can
+be bent to it. Each recorded run in ``data/runs`` that a claim's rule reads is listed in
+:data:`JUDGED` with the code that decides the verdict (the rule and the statistics it is given).
+:func:`problems` compares that code at the run's recorded commit with the code now: a rule changed
+after its run was recorded must be re-recorded (or the change reverted). Runs recorded before this
+check existed are listed in :data:`BEFORE_THEIR_RULES`, so the scoreboard can say so; the list
+only shrinks.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+
+from .atomic import read_record
+
+# Each piece of code a verdict depends on, as "path under lib/:function".
+RULE_CODE: dict[str, tuple[str, ...]] = {
+    "claim_4": ("tokendyn/verdicts.py:claim_4", "tokendyn/diagnostics/shape.py:compare_shapes",
+                "tokendyn/diagnostics/shape.py:censored_lognormal_fit"),
+}
+
+# Recorded run (under data/) -> the rules that judge it, each committed before the run.
+JUDGED: dict[str, tuple[str, ...]] = {
+    "runs/03_phase_transition-shape.json": ("claim_4",),
+}
+
+# Recorded runs whose claims' rules were written or changed after them (judged, but not pre-registered).
+BEFORE_THEIR_RULES: dict[str, tuple[int, ...]] = {
+    "runs/02_rectangle_test-size-ladder.json": (1, 3),
+    "runs/03_phase_transition-grid.json": (5,),
+    "runs/03_phase_transition-minilm.json": (5,),
+    "runs/03_phase_transition-mpnet.json": (5,),
+    "runs/04_basins-trap-ladder.json": (6,),
+    "runs/04_basins-traps.json": (6, 7),
+    "runs/05_tube_law-ladder.json": (10, 11),
+    "runs/06_dabi_cci-curves.json": (12,),
+    "runs/07_escapes-ode-sde.json": (14,),
+    "runs/07_escapes-readouts.json": (15,),
+}
+
+
+def function_source(text: str, name: str, where: str = "") -> str:
+    """The exact source of the top-level function ``name`` in the module text ``text``."""
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            seg = ast.get_source_segment(text, node)
+            if seg is not None:
+                return seg
+    raise KeyError(f"{where or 'module'}: no top-level function {name!r}")
+
+
+def _git_show(repo: Path, commit: str, path: str) -> str | None:
+    out = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True, text=True)
+    return out.stdout if out.returncode == 0 else None
+
+
+def problems(repo: Path, data: Path | None = None) -> list[str]:
+    """Every way the recorded runs in :data:`JUDGED` break pre-registration, in words (empty: none).
+
+    For each run: it exists, names a clean commit, and every piece of its rules' code
+    (:data:`RULE_CODE`) at that commit equals the code in ``repo`` now.
+    """
+    data = data or repo / "data"
+    found = []
+    for rel, rules in JUDGED.items():
+        path = data / rel
+        if not path.is_file():
+            found.append(f"{rel}: judged by {', '.join(rules)} but not recorded")
+            continue
+        prov = read_record(path, keys=("provenance",))["provenance"]
+        commit = prov.get("git_commit")
+        if not commit or prov.get("git_dirty") is not False:
+            found.append(f"{rel}: no clean commit recorded (git_commit={commit!r}, git_dirty={prov.get('git_dirty')!r})")
+            continue
+        for rule in rules:
+            for piece in RULE_CODE[rule]:
+                file, fn = piece.split(":")
+                then = _git_show(repo, commit, f"lib/{file}")
+                if then is None:
+                    found.append(f"{rel}: lib/{file} is not in its commit {commit[:12]} (the rule came after the run)")
+                    continue
+                try:
+                    old = function_source(then, fn, f"lib/{file}@{commit[:12]}")
+                except KeyError as e:
+                    found.append(f"{rel}: {e.args[0]} (the rule came after the run)")
+                    continue
+                if old != function_source((repo / "lib" / file).read_text(), fn, f"lib/{file}"):
+                    found.append(f"{rel}: {piece} changed after the run was recorded at {commit[:12]}; re-record it")
+    return found

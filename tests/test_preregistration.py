@@ -1,0 +1,78 @@
+"""Rules precede the runs they judge: a rule changed after its run was recorded is caught."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tokendyn import preregistration as pre
+from tokendyn import verdicts
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _record(repo: Path, commit: str, dirty: bool = False) -> None:
+    (repo / "data" / "runs").mkdir(parents=True, exist_ok=True)
+    (repo / "data" / "runs" / "r.json").write_text(json.dumps(
+        {"kind": "any", "command": "make it", "provenance": {"git_commit": commit, "git_dirty": dirty}}))
+
+
+@pytest.fixture
+def toy_repo(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / "lib" / "tokendyn").mkdir(parents=True)
+    _git(tmp_path, "init", "-q", str(repo))
+    _git(repo, "config", "user.email", "t@t")
+    _git(repo, "config", "user.name", "t")
+    (repo / "lib" / "tokendyn" / "verdicts.py").write_text("def rule(x):\n    return x > 1\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "rule")
+    monkeypatch.setattr(pre, "RULE_CODE", {"rule": ("tokendyn/verdicts.py:rule",)})
+    monkeypatch.setattr(pre, "JUDGED", {"runs/r.json": ("rule",)})
+    return repo
+
+
+def test_a_run_recorded_after_its_rule_passes(toy_repo):
+    _record(toy_repo, _git(toy_repo, "rev-parse", "HEAD"))
+    assert pre.problems(toy_repo) == []
+
+
+def test_a_rule_changed_after_its_run_fails(toy_repo):
+    _record(toy_repo, _git(toy_repo, "rev-parse", "HEAD"))
+    (toy_repo / "lib" / "tokendyn" / "verdicts.py").write_text("def rule(x):\n    return x > 2\n")
+    (found,) = pre.problems(toy_repo)
+    assert "tokendyn/verdicts.py:rule changed after the run" in found and "re-record" in found
+
+
+def test_a_rule_written_after_its_run_fails(toy_repo):
+    first = _git(toy_repo, "rev-parse", "HEAD")
+    (toy_repo / "lib" / "tokendyn" / "verdicts.py").write_text("def other():\n    pass\n")
+    _git(toy_repo, "commit", "-qam", "no rule yet")
+    _record(toy_repo, _git(toy_repo, "rev-parse", "HEAD"))
+    (toy_repo / "lib" / "tokendyn" / "verdicts.py").write_text("def rule(x):\n    return x > 1\n")
+    (found,) = pre.problems(toy_repo)
+    assert "no top-level function 'rule'" in found and first
+
+
+def test_a_dirty_or_missing_run_fails(toy_repo):
+    _record(toy_repo, _git(toy_repo, "rev-parse", "HEAD"), dirty=True)
+    assert "no clean commit" in pre.problems(toy_repo)[0]
+    (toy_repo / "data" / "runs" / "r.json").unlink()
+    assert "not recorded" in pre.problems(toy_repo)[0]
+
+
+def test_every_rule_named_exists_and_every_run_is_accounted_for():
+    for rule, pieces in pre.RULE_CODE.items():
+        assert rule in verdicts.RULES
+        for piece in pieces:
+            file, fn = piece.split(":")
+            pre.function_source((REPO / "lib" / file).read_text(), fn)
+    assert set(pre.JUDGED).isdisjoint(pre.BEFORE_THEIR_RULES)
+    runs = {f"runs/{p.name}" for p in (REPO / "data" / "runs").glob("*.json")}
+    judged = set(pre.JUDGED) | set(pre.BEFORE_THEIR_RULES)
+    assert set(pre.BEFORE_THEIR_RULES) <= runs  # the list of runs before their rules only shrinks
