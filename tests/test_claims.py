@@ -36,14 +36,14 @@ def test_ratio_interval_floors_a_zero_denominator():
 
 def test_findings_are_checked_and_verdicts_computed():
     e = stats.Estimate(0.5, 0.45, 0.66, 64)
-    v = verdicts.claim_1({"m": e}, zero_level=1e-6)
+    v = verdicts.claim_1({"m": e})
     with pytest.raises(TypeError, match="never types a verdict"):
         claims.finding(1, e, "reproduced")
     with pytest.raises(ValueError, match="claim=17 is not a claim number"):
         claims.finding(17, e, v)
     f = claims.finding(1, e, v, basis="64 rectangles")
     assert f.ours == "0.5 [0.45, 0.66]" and f.paper == "delta in [0.64, 0.80]"
-    assert (f.verdict, f.rule) == ("partly", "claim_1") and "outside [0.64, 0.8]" in f.reason
+    assert (f.verdict, f.rule) == ("not reproduced", "claim_1") and "inside [0.64, 0.8]: none" in f.reason
     assert len(claims.CLAIMS) == 16 and sorted(claims.CLAIMS) == list(range(1, 17))
 
 

@@ -91,27 +91,29 @@ def size_shift(higher: Mapping[int, float], lower: Mapping[int, float], *, small
 
 
 def claim_1(deltas: Mapping[str, Estimate], paper: tuple[float, float] = (0.64, 0.80), *,
-            zero_level: float, size: Estimate | None = None) -> Verdict:
+            factor: float = 2.0, size: Estimate | None = None) -> Verdict:
     """Claim 1, MLM conditionals are incompatible with mean rectangle delta in [0.64, 0.80].
 
     Statistic: each model's mean rectangle delta (model-drawn alternatives) with its bootstrap
-    95% interval over rectangles. *Reproduced*: every model :func:`inside` the paper's range.
-    *Partly*: every interval lies above ``zero_level`` (the float-rounding level of a compatible
-    model), so the conditionals are incompatible but not by the paper's amount. Else *not
-    reproduced*. No models: *not yet measured*. ``size``: the slope of delta on ln(parameters)
-    over the size ladder; the reason then says whether size moves delta (:func:`size_effect`),
-    which the verdict does not depend on.
+    95% interval over rectangles (256-512 a model). Every model at or above the probe bar is
+    judged, the size ladder's rungs among them. *Reproduced*: every model :func:`inside` the
+    paper's range. *Partly*: some model inside it and every model's point within ``factor`` (2x)
+    of it, ``[lo / 2, 2 hi]``: the paper's magnitude on some models, its order on all. Else *not
+    reproduced*: that delta > 0 alone is no evidence, since any MLM trained by pseudo-likelihood
+    has it. No models: *not yet measured*. ``size``: the slope of delta on ln(parameters), added to
+    the reason (:func:`size_effect`); the verdict does not depend on it.
     """
     if not deltas:
         return _v("claim_1", NOT_MEASURED, "no model at or above the probe bar")
-    ins = {m: inside(e, *paper) for m, e in deltas.items()}
+    ins = [m for m, e in deltas.items() if inside(e, *paper)]
+    lo, hi = paper[0] / factor, paper[1] * factor
+    far = [m for m, e in deltas.items() if not lo <= e.value <= hi]
     extra = f"; {size_effect(size)}" if size is not None else ""
-    if all(ins.values()):
-        return _v("claim_1", REPRODUCED, f"every interval inside [{paper[0]}, {paper[1]}]{extra}")
-    above = all(e.lo > zero_level for e in deltas.values())
-    out = ", ".join(m for m, ok in ins.items() if not ok)
-    return _v("claim_1", PARTLY if above else NOT,
-              f"outside [{paper[0]}, {paper[1]}]: {out}; every interval above the rounding level: {above}{extra}")
+    reason = (f"inside [{paper[0]:g}, {paper[1]:g}]: {', '.join(ins) or 'none'} of {len(deltas)}; points outside "
+              f"{factor:g}x of it [{lo:.2g}, {hi:.2g}]: {', '.join(far) or 'none'}{extra}")
+    if len(ins) == len(deltas):
+        return _v("claim_1", REPRODUCED, reason)
+    return _v("claim_1", PARTLY if ins and not far else NOT, reason)
 
 
 def claim_2(max_delta: float, tol: float = 1e-9) -> Verdict:
@@ -127,49 +129,48 @@ def claim_2(max_delta: float, tol: float = 1e-9) -> Verdict:
               f"max delta {'<' if ok else '>='} {tol:g}: the rectangle telescopes (an identity)")
 
 
-def claim_3(raw: Mapping[str, Estimate], n_params: Mapping[str, float], *, zero_level: float,
-            min_span: float = 7.0, slope: Estimate | None = None, max_fall: float = 0.5,
+def claim_3(raw: Mapping[str, Estimate], n_params: Mapping[str, float], backbone: Mapping[str, str], *,
+            floor: float = 0.32, min_span: float = 7.0, slope: Estimate | None = None, max_fall: float = 0.5,
             within: Estimate | None = None) -> Verdict:
     """Claim 3, incompatibility persists across model size.
 
-    Statistic: each rung's mean raw delta with its 95% interval, the span of parameter counts
-    (largest over smallest), and ``slope``, delta's :func:`~tokendyn.stats.size_slope` on
-    ln(parameters) with its interval. The verdict comes from the slope's interval, not from the
-    absence of a significant fall: *reproduced* when every rung lies above ``zero_level`` over a
-    span of at least ``min_span`` (7x) and even the steepest fall the interval allows,
-    ``slope.lo * ln(span)``, removes less than ``max_fall`` (half) of the smallest rung's delta
-    over the span. *Partly*: every rung lies above ``zero_level``, but the span is short, there is
-    no slope, or the interval allows a larger fall (size may erode it). Else *not reproduced*.
-    Fewer than two rungs: *not yet measured*.
+    Statistics: each rung's mean raw delta with its 95% interval; the span of parameter counts
+    within each backbone (largest over smallest), since rungs cut from one encoder differ in size
+    and nothing else; and ``within``, delta's slope on ln(parameters) within backbones
+    (``stats.size_slope(groups=...)``). That delta > 0 persists is no test (every pseudo-likelihood
+    MLM has it), so the rule asks that its *magnitude* persists: every rung's interval at or above
+    ``floor`` (0.32, half the paper's lower end).
 
-    ``within``: when the rungs come from more than one backbone, the slope within backbones
-    (``stats.size_slope(groups=...)``), which a gap between backbones cannot move. *Reproduced*
-    then needs the fall bound to hold for it too, since the pooled slope may read the backbone as size.
+    *Reproduced*: every rung at or above ``floor``, some backbone spans at least ``min_span`` (7x),
+    and the steepest fall the within-backbone slope's interval allows over that span,
+    ``within.lo * ln(span)``, removes less than ``max_fall`` (half) of the smallest rung's delta.
+    *Partly*: every rung at or above ``floor`` but no backbone spans ``min_span`` (the ladder shows
+    the magnitude held, not that it holds across size), or the fall bound fails. Else *not
+    reproduced*. Fewer than two rungs: *not yet measured*. ``slope``: the pooled slope, reported.
     """
     if len(raw) < 2:
         return _v("claim_3", NOT_MEASURED, f"{len(raw)} rung(s); the rule needs at least 2")
-    above = all(e.lo > zero_level for e in raw.values())
-    sizes = {m: n_params[m] for m in raw}
-    span = max(sizes.values()) / min(sizes.values())
-    if not above:
-        return _v("claim_3", NOT, "a rung's interval reaches the rounding level")
-    if span < min_span:
-        return _v("claim_3", PARTLY, f"above the rounding level at every rung, but the span {span:.1f}x < {min_span:g}x "
-                  "does not test size" + (f"; {size_effect(slope)}" if slope is not None else ""))
-    if slope is None:
-        return _v("claim_3", PARTLY, f"above the rounding level over a {span:.1f}x span, but no slope on size to bound a fall")
-    base = raw[min(sizes, key=sizes.get)].value
-    fall = max(-slope.lo, 0.0) * math.log(span)  # 0, not -0, when the interval allows no fall
+    low = [m for m, e in raw.items() if e.lo < floor]
+    spans: dict[str, float] = {}
+    for b in sorted(set(backbone[m] for m in raw)):
+        sizes = [n_params[m] for m in raw if backbone[m] == b]
+        spans[b] = max(sizes) / min(sizes)
+    shown = ", ".join(f"{b} {v:.1f}x" for b, v in spans.items())
+    if low:
+        return _v("claim_3", NOT, f"rungs below {floor:g} (half the paper's lower end): {', '.join(low)}")
+    reason = f"every rung at or above {floor:g}; spans within backbones: {shown}"
+    if slope is not None:
+        reason += f"; pooled {size_effect(slope).removeprefix('size: ')}"
+    best = max(spans.values())
+    if best < min_span:
+        return _v("claim_3", PARTLY, reason + f"; no backbone spans {min_span:g}x, so size is not tested")
+    if within is None:
+        return _v("claim_3", PARTLY, reason + "; no within-backbone slope to bound a fall")
+    base = raw[min(raw, key=lambda m: n_params[m])].value
+    fall = max(-within.lo, 0.0) * math.log(best)  # 0, not -0, when the interval allows no fall
     ok = fall < max_fall * base
-    reason = (f"above the rounding level over a {span:.1f}x span; {size_effect(slope)}; the steepest fall the "
-              f"interval allows over the span is {fall:.3g}, {'under' if ok else 'not under'} "
-              f"{max_fall:g} of the smallest rung's {base:.3g}")
-    if within is not None:
-        fall_w = max(-within.lo, 0.0) * math.log(span)
-        ok_w = fall_w < max_fall * base
-        reason += (f"; within backbones, {size_effect(within).removeprefix('size: ')}, the steepest fall it allows "
-                   f"is {fall_w:.3g}, {'under' if ok_w else 'not under'} that bound")
-        ok = ok and ok_w
+    reason += (f"; within backbones, {size_effect(within).removeprefix('size: ')}, the steepest fall it allows "
+               f"over {best:.1f}x is {fall:.3g}, {'under' if ok else 'not under'} {max_fall:g} of {base:.3g}")
     return _v("claim_3", REPRODUCED if ok else PARTLY, reason)
 
 
@@ -261,7 +262,7 @@ def claim_6(dwell_at_paper_tau: Mapping[str, Estimate], paper_tau: float = 0.5, 
     from the recorded census (``scripts/record_traps.py``, at least 64 traps a model, the dwell law
     checked there on the plain sampler), else from its own run's traps (about 17 a model). (At a
     small enough tau any perfect trap holds for thousands of steps, since 1/q grows like
-    exp(margin / tau): that alone is an identity, so the rule reads the paper's temperature.)
+    exp(margin / tau): that alone is an identity, so the rule reads one fixed low temperature; the paper gives none.)
     *Reproduced*: every
     model's interval lies at or above ``thousands`` (1,000 steps). *Partly*: every model's point
     reaches ``near`` (100 steps, within an order of magnitude). Else *not reproduced*. ``size``:
@@ -302,24 +303,43 @@ def claim_7(fluent_share: Mapping[str, Estimate], n_approximate: int, n_repetiti
     return _v("claim_7", NOT, reason)
 
 
-def claim_8(excess_gated: Estimate, politics_fluent: Estimate | None, real_fluent: Estimate) -> Verdict:
+def claim_8(excess: Mapping[tuple[str, float], Estimate], null: Mapping[tuple[str, float], Estimate] | None,
+            politics_fluent: Estimate | None, real_fluent: Estimate, ablation: Mapping[float, Estimate] | None, *,
+            chains: int, steps: int, min_chains: int = 100, min_steps: int = 10_000, min_taus: int = 2,
+            min_models: int = 2) -> Verdict:
     """Claim 8, political content is a recurrent attractor.
 
-    Statistics: the excess of the chains' time in politics over the mean of the regions no chain
-    started in, with labels behind the "none of these" gate (argmax labels sink random text into
-    politics, so ungated labels do not count), bootstrap interval over chains; and the fluent
-    share of politics-labelled states against real snippets (Wilson). *Reproduced*: the gated
-    excess interval lies above 0 and the politics-labelled states are as fluent as real text
-    (their interval reaches the real one's lower end). *Partly*: the gated excess lies above 0.
-    Else *not reproduced*.
+    Statistics, per (model, tau): ``excess``, the chains' time in politics over the mean of the
+    regions no chain started in, with labels behind the "none of these" gate, bootstrap interval
+    over chains; ``null``, the same statistic for the control region with the largest one (what a
+    region with no pull reaches by label noise); ``politics_fluent`` against ``real_fluent``, the
+    fluent share of politics-labelled states and of real snippets (Wilson); ``ablation``, per tau,
+    the paired fall in politics time when politics passages leave the start corpus.
+
+    Sample, fixed before the run: at least ``min_chains`` (100) chains of ``min_steps`` (10^4)
+    steps at ``min_taus`` (2) temperatures on ``min_models`` (2) models; below it, *not yet
+    measured*: a short run cannot show recurrence. *Reproduced*: at every (model, tau) the excess
+    interval lies above the null's, the politics states are as fluent as real text (interval
+    reaching the real one's lower end; a classifier sink reads as politics but not as text), and
+    the ablation's interval lies above 0 at every tau. *Partly*: on every model at some tau the
+    excess lies above the null. Else *not reproduced*.
     """
-    beats = excess_gated.lo > 0
+    keys = sorted(excess)
+    models_, taus_ = {m for m, _ in keys}, {t for _, t in keys}
+    if (chains < min_chains or steps < min_steps or len(taus_) < min_taus or len(models_) < min_models
+            or null is None):
+        return _v("claim_8", NOT_MEASURED,
+                  f"{chains} chains x {steps} steps at {len(taus_)} temperature(s) on {len(models_)} model(s)"
+                  + ("" if null is not None else ", no null region") + f": below the pre-registered {min_chains} x "
+                  f"{min_steps} at {min_taus} on {min_models}")
+    beats = {k: excess[k].lo > null[k].hi for k in keys}
     fluent = politics_fluent is not None and politics_fluent.hi >= real_fluent.lo
-    reason = f"gated excess {excess_gated.fmt('+.2f')} above 0: {beats}; as fluent as real text: {fluent}"
-    return _v("claim_8", REPRODUCED if beats and fluent else PARTLY if beats else NOT, reason)
-
-
-# --- Paper 2 ----------------------------------------------------------------------------------
+    abl = ablation is not None and len(ablation) >= min_taus and all(e.lo > 0 for e in ablation.values())
+    every = all(beats.values())
+    each_model = all(any(beats[k] for k in keys if k[0] == m) for m in models_)
+    reason = (f"excess above the null at {sum(beats.values())} of {len(beats)} (model, tau); as fluent as real text: "
+              f"{fluent}; ablation above 0 at every tau: {abl}")
+    return _v("claim_8", REPRODUCED if every and fluent and abl else PARTLY if each_model else NOT, reason)
 
 
 def claim_9(spread: float, r2: float, *, max_spread: float = 0.25, good_r2: float = 0.8,
@@ -466,46 +486,61 @@ def claim_13(collapses: Mapping[str, bool], more_repetition: Mapping[str, bool])
     return _v("claim_13", PARTLY if any(collapses.values()) else NOT, reason)
 
 
-def claim_14(ode_ppl: Estimate, sde_ppl: Estimate, ode_entropy: Estimate, sde_entropy: Estimate, *,
-             entropy_slack: float = 0.1, matched_ratio: Estimate | None = None) -> Verdict:
-    """Claim 14, stochastic re-injection: the SDE beats the deterministic ODE at K = 4.
+def claim_14(matched_ratio: Estimate | None, *, paper: float = 294 / 50, factor: float = 2.0,
+             weaker: float = 1.15) -> Verdict:
+    """Claim 14, stochastic re-injection: the SDE beats the deterministic ODE at K = 4 (PPL 294 vs 50).
 
-    Statistics: judge perplexity (bootstrap over texts) and unigram entropy (interval over seeds)
-    of both samplers; optionally ``matched_ratio``, the ODE's over the SDE's perplexity at equal
-    per-text entropy (:func:`tokendyn.evaluation.generation.entropy_matched_perplexity`, bootstrap
-    over texts). *Reproduced*: the SDE's perplexity interval lies below the ODE's, and its edge is
-    not bought with diversity: its entropy is not more than ``entropy_slack`` (0.1 nats) below the
-    ODE's, or (when given) the matched ratio's interval lies above 1. *Partly*: the perplexity
-    intervals separate but the entropy falls and the matched comparison does not separate (or is
-    not given). Else *not reproduced*. A larger sample cannot turn a miss into a pass by itself:
-    every condition is an interval lying on the right side of a fixed level.
+    Statistic: the ODE's over the SDE's judge perplexity at equal per-text entropy
+    (:func:`tokendyn.evaluation.generation.entropy_matched_perplexity`, bootstrap over texts),
+    so that neither sampler's number is bought with diversity; the raw perplexities are reported
+    beside it, not judged. *Reproduced*: the interval lies above 1 and reaches within ``factor``
+    (2x) of the paper's ratio, 294 / 50 = 5.9 (its upper end at least 2.9). *Partly*: the
+    interval lies above ``weaker`` (1.15), the smallest ODE-SDE gap the paper reports (its
+    distilled generators: ODE 15-38% higher): the direction, at the paper's smallest size. Else
+    *not reproduced*; no matched ratio: *not yet measured*. Every condition is an interval on the
+    right side of a fixed level, so a smaller sample cannot pass where a larger one fails.
     """
-    wins = sde_ppl.hi < ode_ppl.lo
-    keeps = sde_entropy.value >= ode_entropy.value - entropy_slack
-    matched = matched_ratio is not None and matched_ratio.lo > 1.0
-    reason = f"SDE perplexity below the ODE's (intervals apart): {wins}; entropy kept within {entropy_slack:g} nats: {keeps}"
-    if matched_ratio is not None:
-        reason += (f"; at equal entropy ODE/SDE perplexity {matched_ratio.value:.2g} "
-                   f"[{matched_ratio.lo:.2g}, {matched_ratio.hi:.2g}], above 1: {matched}")
-    return _v("claim_14", REPRODUCED if wins and (keeps or matched) else PARTLY if wins else NOT, reason)
+    if matched_ratio is None:
+        return _v("claim_14", NOT_MEASURED, "no entropy-matched ratio")
+    near = matched_ratio.lo > 1.0 and matched_ratio.hi >= paper / factor
+    gap = matched_ratio.lo > weaker
+    reason = (f"ODE/SDE perplexity at equal entropy {matched_ratio.fmt('.2f')}; within {factor:g}x of the paper's "
+              f"{paper:.1f} (upper end >= {paper / factor:.2f}): {near}; above the paper's smallest gap {weaker:g}: {gap}")
+    return _v("claim_14", REPRODUCED if near else PARTLY if gap else NOT, reason)
 
 
-def claim_15(flips: Mapping[str, float], control: Estimate, upper: Mapping[str, float],
-             shipped: float) -> Verdict:
-    """Claim 15, decoder interventions do not recover flipped tokens.
+def claim_15(flips: Mapping[str, Estimate], control: Estimate, changed: Mapping[str, float],
+             ppl: Mapping[str, Estimate], control_ppl: Estimate, *, resolution: float = 0.25,
+             min_changed: float = 0.05) -> Verdict:
+    """Claim 15, decoder interventions do not recover flipped tokens (and a larger margin does not help generation).
 
-    Statistics: each intervention's K = 4 terminal flip rate (``flips``, the upper end of its
-    interval in ``upper``) against a control retrained with plain cross-entropy for the same steps
-    (its interval ``control``). *Reproduced*: no intervention's interval lies below the control's.
-    *Partly*: some does, but none halves the shipped readout's rate. *Not reproduced*: an
-    intervention halves it.
+    Statistics, per intervention (label smoothing, hinge, 2-layer MLP) against a control
+    retrained with plain cross-entropy for the same steps: the K = 4 terminal flip rate with its
+    interval (``flips``, ``control``); the share of clean decodes it changes against the shipped
+    readout (``changed``); and the deterministic sampler's judge perplexity through it with its
+    interval (``ppl``, ``control_ppl``).
+
+    A null result needs power: each intervention must move the decoder (``changed`` at least
+    ``min_changed``, 5%) and each flip interval must be narrow enough to see a recovery of
+    ``resolution`` (a quarter) of the control's flips (half-width at most that). *Reproduced*:
+    with that power, no intervention's flip interval lies below the control's, and none improves
+    generation (its perplexity interval below the control's), the paper's "a larger margin makes
+    generation worse" direction. *Partly*: with that power no flips are recovered, but some
+    intervention improves generation. *Not reproduced*: some intervention recovers flips, or the
+    sample has no power (a null without power is not a finding).
     """
     if not flips:
         return _v("claim_15", NOT_MEASURED, "no intervention")
-    recovered = [n for n in flips if upper[n] < control.lo]
-    halved = [n for n, f in flips.items() if f < shipped / 2]
-    reason = f"below the control's interval: {', '.join(recovered) or 'none'}; halving the flips: {', '.join(halved) or 'none'}"
-    return _v("claim_15", NOT if halved else PARTLY if recovered else REPRODUCED, reason)
+    need = resolution * control.value
+    weak = [n for n in flips if changed[n] < min_changed or (flips[n].hi - flips[n].lo) / 2 > need]
+    recovered = [n for n, f in flips.items() if f.hi < control.lo]
+    better = [n for n, p in ppl.items() if p.hi < control_ppl.lo]
+    reason = (f"power (changes >= {min_changed:.0%} of decodes, half-width <= {need:.1%}): "
+              f"{'lacking for ' + ', '.join(weak) if weak else 'every intervention'}; flips below the control's "
+              f"interval: {', '.join(recovered) or 'none'}; generation better than the control's: {', '.join(better) or 'none'}")
+    if weak or recovered:
+        return _v("claim_15", NOT, reason)
+    return _v("claim_15", PARTLY if better else REPRODUCED, reason)
 
 
 def claim_16(cci: Mapping[str, float], expected: Mapping[str, float], by_construction: Mapping[str, bool]) -> Verdict:

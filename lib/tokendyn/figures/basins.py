@@ -109,7 +109,7 @@ def dwell_law(exact: pd.DataFrame, law: pd.DataFrame, *, mark: float = 1000.0) -
                                                                 tooltip=["model", "tau", "ratio", "ratio lo", "ratio hi"]),
         alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(color="black", strokeDash=[4, 3]).encode(y="y:Q"),
     ).properties(width=200, height=260, title="Observed / predicted (1 = Geometric law)")
-    return alt.hconcat(left, right).properties(title="The dwell law at the paper's temperatures")
+    return alt.hconcat(left, right).properties(title="The dwell law at low temperatures")
 
 
 def trap_dwells(basin: pd.DataFrame, measures: Sequence[str], censored_measure: str, *,
