@@ -33,7 +33,7 @@ from tokendyn.latent.tube import readout_margins
 from tokendyn.paths import repo_root
 from tokendyn.training.latents import batch_of, save_modules, train_flow
 from tokendyn.training.loop import train
-from tokendyn.training.weights_init import init_weights
+from tokendyn.models.weights_init import init_weights
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 CKPT = (repo_root() or Path.cwd()) / "checkpoints" / "latents"

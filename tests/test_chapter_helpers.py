@@ -83,19 +83,6 @@ def test_drift_readers_decode_with_the_model_and_embed_with_the_embedder():
     assert embed(texts).tolist() == [[3.0, 1.0], [4.0, 1.0]]
 
 
-def test_closest_leave_temperature_is_the_log_nearest_grid_point():
-    m = toy.potts_chain(4, 3, coupling=1.0, seed=1)
-    x = toy.all_states(4, 3)[:1]
-    taus = [0.2, 0.5, 1.0, 2.0]
-    qs = [float(influence.leave_probability(m, x, t)[0]) for t in taus]
-    for target in (qs[1], qs[2] * 1.01, 1e-3, 0.99):
-        tau, q = influence.closest_leave_temperature(m, x, taus, target)
-        k = int(np.argmin([abs(math.log(v / target)) for v in qs]))
-        assert (tau, q) == (taus[k], qs[k])
-    with pytest.raises(ValueError, match="one state"):
-        influence.closest_leave_temperature(m, toy.all_states(4, 3)[:2], taus, 0.1)
-
-
 def test_unit_vectors_and_zero_stays_zero():
     v = torch.tensor([[3.0, 4.0], [0.0, 0.0]])
     torch.testing.assert_close(tube.unit(v), torch.tensor([[0.6, 0.8], [0.0, 0.0]]))

@@ -6,7 +6,7 @@ import torch
 from tokendyn.latent.image import (FACE_SIZE, FacesLatent, ImageAEConfig, ImageAutoencoder, ImageLatent,
                                    faces, faces_model_dir, load_faces_latent, load_image_latent)
 from tokendyn.latent.samplers import posterior_mean
-from tokendyn.training.weights_init import init_weights
+from tokendyn.models.weights_init import init_weights
 
 # Held-out reconstruction MSE per pixel of the shipped model measured 0.00351 (train 0.00261) on its
 # 10 held-out faces; the bound leaves margin for float differences, not for a worse model.

@@ -12,7 +12,7 @@ import re
 import pytest
 import torch
 
-from tokendyn import checks, decoding, fill, glauber, influence, rectangle, sampling, stats, toy
+from tokendyn import checks, decoding, fill, glauber, influence, rectangle, sampling, stats, toy, traps
 from tokendyn.conditional import MLMConditional
 from tokendyn.diagnostics.scaling import n_log_n
 from tokendyn.latent import samplers
@@ -104,15 +104,17 @@ def test_influence_curves_and_grids_are_checked(cond):
     with pytest.raises(TypeError, match=_m("taus must be a sequence of temperatures, got float: pass [1.0] "
                                            "for one")):  # was "'float' object is not iterable"
         influence.estimate_influence(cond, torch.full((1, 3), 10), 1.0)
-    with pytest.raises(ValueError, match=_m("trajectory must be a tensor [T + 1, B, n] with T >= 1, got "
+    with pytest.raises(ValueError, match=_m("trajectory must be [S + 1, B, n] with S >= 1, got "
                                             "(0, 2, 3)")):  # was IndexError from argmax
-        influence.first_exit_times(torch.zeros(0, 2, 3, dtype=torch.long))
+        traps.first_exit_times(torch.zeros(0, 2, 3, dtype=torch.long))
 
 
 def test_margin_bound_takes_any_margin_and_refuses_nan():
-    assert influence.margin_bound(-1e308, 10, 1.0) == math.inf  # was OverflowError
+    assert traps.margin_bound(-1e308, 10, 1.0) == math.inf  # was OverflowError
+    assert traps.margin_bound(3.0, 1, 1.0) == 0.0
+    assert abs(traps.margin_bound(2.0, 10, 0.5) - 9 * math.exp(-4.0)) < 1e-15
     with pytest.raises(ValueError, match=_m("margin=nan is out of range: allowed [-inf, inf]")):
-        influence.margin_bound(math.nan, 10, 1.0)
+        traps.margin_bound(math.nan, 10, 1.0)
 
 
 def test_ar_decode_checks_tau_prompt_and_banned(tiny_causal):

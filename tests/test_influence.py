@@ -5,7 +5,6 @@ import math
 import pytest
 import torch
 
-from tokendyn import glauber as G
 from tokendyn import influence as I
 from tokendyn import toy
 from tokendyn.conditional import MLMConditional, content_ids
@@ -60,37 +59,3 @@ def test_dobrushin_bound_and_crossing():
     with pytest.raises(ValueError, match="eps"):
         I.dobrushin_bound(0.5, 10, 0.0)
 
-
-def test_leave_probability_is_one_minus_kernel_diagonal():
-    m = toy.potts_chain(4, 3, coupling=1.0, seed=1)
-    for tau in (0.2, 1.0):
-        P = toy.transition_matrix(m, tau)
-        S = toy.all_states(4, 3)
-        torch.testing.assert_close(I.leave_probability(m, S, tau), 1 - P.diagonal())
-
-
-@pytest.mark.slow
-def test_margin_bound_holds_and_traps_dwell_geometrically():
-    m = toy.potts_chain(6, 3, coupling=2.0, seed=2)
-    x0 = torch.randint(3, (3, 6), generator=torch.Generator().manual_seed(0))
-    trap, conv = G.greedy_fixed_point(m, x0)
-    marg = I.site_margins(m, trap)
-    assert conv.all() and (marg > 0).all()
-    tau = 0.4
-    q = I.leave_probability(m, trap, tau)
-    for r in range(3):
-        assert q[r] <= I.margin_bound(marg[r].min().item(), 3, tau)
-    runs = G.sample(m, trap[:1].repeat(2000, 1), steps=120, tau=tau, seed=1, record_every=1)
-    t, exited = I.first_exit_times(runs.trajectory)
-    # censored runs count as T > 120, so P(T > k) is read directly for k <= 120
-    ks = torch.tensor([5, 20, 50, 100])
-    observed = (t[None, :] > ks[:, None]).double().mean(1)
-    torch.testing.assert_close(observed, I.geometric_survival(q[0].item(), ks), atol=0.035, rtol=0)
-
-
-def test_first_exit_times_on_a_handmade_trajectory():
-    traj = torch.tensor([[[0, 0], [1, 1]], [[0, 0], [1, 1]], [[0, 1], [1, 1]]])  # [T+1=3, B=2, n=2]
-    t, exited = I.first_exit_times(traj)
-    assert t.tolist() == [2, 3] and exited.tolist() == [True, False]
-    torch.testing.assert_close(I.geometric_survival(0.5, torch.tensor([0, 1, 2])),
-                               torch.tensor([1.0, 0.5, 0.25], dtype=torch.float64))

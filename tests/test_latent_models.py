@@ -7,7 +7,7 @@ from tokendyn.latent import tube
 from tokendyn.latent.image import ImageAEConfig, ImageAutoencoder, digits, load_image_latent
 from tokendyn.latent.text import (TextAEConfig, TextAutoencoder, WordTokenizer, load_text_latent,
                                   sequences)
-from tokendyn.training.weights_init import init_weights
+from tokendyn.models.weights_init import init_weights
 
 
 def test_word_tokenizer_build_encode_decode():

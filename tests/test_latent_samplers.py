@@ -10,7 +10,7 @@ from tokendyn.latent.flow import FlowConfig, VelocityNet, flow_loss, noise_scale
 from tokendyn.latent.samplers import (ode_sample, posterior_mean, sde_sample, terminal_start,
                                       time_grid)
 from tokendyn.training.loop import train
-from tokendyn.training.weights_init import init_weights
+from tokendyn.models.weights_init import init_weights
 
 
 class GaussianVelocity(nn.Module):

@@ -36,7 +36,7 @@ def test_mlp_readout_starts_as_the_linear_one_and_retraining_fits():
 
 
 def test_argmax_decoder_and_logit_gaps_on_an_exact_head():
-    from tokendyn.training.readout import argmax_decoder, logit_gaps
+    from tokendyn.latent.decoders import argmax_decoder, logit_gaps
 
     lin = torch.nn.Linear(2, 3)
     with torch.no_grad():

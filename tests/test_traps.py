@@ -63,6 +63,20 @@ def test_leave_probability_is_one_minus_the_exact_kernel_diagonal():
         assert torch.allclose(lq[sel].exp(), (1 - P.diagonal())[sel], atol=1e-12)
 
 
+def test_closest_leave_temperature_is_the_log_nearest_grid_point():
+    m = toy.potts_chain(4, 3, coupling=1.0, seed=1)
+    x = toy.all_states(4, 3)[:1]
+    L = all_logits(m, x)
+    taus = [0.2, 0.5, 1.0, 2.0]
+    qs = [float(traps.log_leave_probability(L, x, t)[0].exp()) for t in taus]
+    for target in (qs[1], qs[2] * 1.01, 1e-3, 0.99):
+        tau, q = traps.closest_leave_temperature(L, x, taus, target)
+        k = min(range(len(qs)), key=lambda k: abs(math.log(qs[k] / target)))
+        assert (tau, q) == (taus[k], qs[k])
+    with pytest.raises(ValueError, match="one state"):
+        traps.closest_leave_temperature(all_logits(m, toy.all_states(4, 3)[:2]), toy.all_states(4, 3)[:2], taus, 0.1)
+
+
 def test_leave_probability_stays_exact_far_below_float_resolution():
     # two sites, margins 20 and 30 over one alternative each: q = (e^{-20/tau} + e^{-30/tau}) / 2
     m = field_model([[20.0, 0.0], [30.0, 0.0]])
@@ -71,7 +85,8 @@ def test_leave_probability_stays_exact_far_below_float_resolution():
     exact = math.log((math.exp(-400) + math.exp(-600)) / (1 + math.exp(-400)) / 2)
     lq = float(traps.log_leave_probability(all_logits(m, x), x, tau)[0])
     assert abs(lq - exact) < 1e-9 * abs(exact)
-    assert float(influence.leave_probability(m, x, tau)[0]) == 0.0   # 1 - p_stay has rounded away
+    p_stay = torch.softmax(all_logits(m, x).double() / tau, -1).gather(-1, x.unsqueeze(-1)).squeeze(-1)
+    assert float((1 - p_stay).mean()) == 0.0   # the linear form 1 - p_stay has rounded away
 
 
 def test_arrhenius_slope_tends_to_minus_the_smallest_margin():
@@ -330,3 +345,38 @@ def test_trap_figures_build_valid_specs_with_the_right_rows():
     assert sum(r["lower bound"] for r in rows) == 1   # only the censored stay is hollow
     with pytest.raises(ValueError, match=r"lacks columns \['text'\]"):
         basins.trap_dwells(basin.drop(columns="text"), ["exact"], "exact")
+
+
+def test_leave_probability_is_one_minus_the_potts_kernel_diagonal():
+    m = toy.potts_chain(4, 3, coupling=1.0, seed=1)
+    for tau in (0.2, 1.0):
+        P = toy.transition_matrix(m, tau)
+        S = toy.all_states(4, 3)
+        torch.testing.assert_close(traps.log_leave_probability(all_logits(m, S), S, tau).exp(), 1 - P.diagonal())
+
+
+@pytest.mark.slow
+def test_margin_bound_holds_and_traps_dwell_geometrically():
+    m = toy.potts_chain(6, 3, coupling=2.0, seed=2)
+    x0 = torch.randint(3, (3, 6), generator=torch.Generator().manual_seed(0))
+    trap, conv = glauber.greedy_fixed_point(m, x0)
+    marg = traps.margins(all_logits(m, trap), trap)
+    assert conv.all() and (marg > 0).all()
+    tau = 0.4
+    q = traps.log_leave_probability(all_logits(m, trap), trap, tau).exp()
+    for r in range(3):
+        assert q[r] <= traps.margin_bound(marg[r].min().item(), 3, tau)
+    runs = glauber.sample(m, trap[:1].repeat(2000, 1), steps=120, tau=tau, seed=1, record_every=1)
+    t, exited = traps.first_exit_times(runs.trajectory)
+    # censored runs count as T > 120, so P(T > k) is read directly for k <= 120
+    ks = torch.tensor([5, 20, 50, 100])
+    observed = (t[None, :] > ks[:, None]).double().mean(1)
+    torch.testing.assert_close(observed, traps.geometric_survival(q[0].item(), ks), atol=0.035, rtol=0)
+
+
+def test_first_exit_times_on_a_handmade_trajectory():
+    traj = torch.tensor([[[0, 0], [1, 1]], [[0, 0], [1, 1]], [[0, 1], [1, 1]]])  # [T+1=3, B=2, n=2]
+    t, exited = traps.first_exit_times(traj)
+    assert t.tolist() == [2, 3] and exited.tolist() == [True, False]
+    torch.testing.assert_close(traps.geometric_survival(0.5, torch.tensor([0, 1, 2])),
+                               torch.tensor([1.0, 0.5, 0.25], dtype=torch.float64))

@@ -210,6 +210,28 @@ class RuntimesDirective(RulesDirective):
         return [out]
 
 
+class PreregistrationDirective(RulesDirective):
+    """Which recorded run each claim's rule judges, and whether the rule was committed before it
+    (``tokendyn.preregistration``: checked by ``tests/test_preregistration.py``) or after."""
+
+    def run(self):
+        _lib()
+        from tokendyn import preregistration as pre
+        from tokendyn.atomic import read_record
+
+        rows = ["| recorded run | judged by | its commit | rule committed before the run |", "|---|---|---|---|"]
+        for rel, rules in pre.JUDGED.items():
+            path = ROOT / "data" / rel
+            commit = (read_record(path, keys=("provenance",))["provenance"].get("git_commit") or "none")[:10] \
+                if path.is_file() else "not recorded yet"
+            rows.append(f"| `{rel}` | {', '.join(f'[{r}](#rule-{r})' for r in rules)} | {commit} | yes (tested) |")
+        for rel, claims_ in pre.BEFORE_THEIR_RULES.items():
+            rows.append(f"| `{rel}` | claims {', '.join(str(c) for c in claims_)} | | no: recorded before its rule |")
+        out = nodes.container()
+        self._parse("\n".join(rows), out)
+        return [out]
+
+
 def _strip_markers(app, doctree) -> None:
     for node in list(doctree.findall(nodes.literal_block)):
         text = node.astext()
@@ -227,7 +249,7 @@ def _always_reread(app, env, added, changed, removed):
 def _holds_scoreboard(env, docname: str) -> bool:
     try:
         text = Path(env.doc2path(docname)).read_text()
-        return "tokendyn-scoreboard" in text or "tokendyn-rules" in text  # built from code, not from the page
+        return any(f"tokendyn-{d}" in text for d in ("scoreboard", "rules", "preregistration"))  # built from code, not from the page
     except (OSError, UnicodeDecodeError):
         return False
 
@@ -247,6 +269,7 @@ def setup(app):
     app.add_directive("tokendyn-rules", RulesDirective)
     app.add_directive("tokendyn-rerun", RerunDirective)
     app.add_directive("tokendyn-runtimes", RuntimesDirective)
+    app.add_directive("tokendyn-preregistration", PreregistrationDirective)
     app.connect("config-inited", _execution_switch, priority=100)
     app.connect("doctree-resolved", _fill)
     app.connect("doctree-read", _strip_markers)

@@ -329,14 +329,17 @@ def run(model: ConditionalModel, state: GlauberState | CoupledState, gen: torch.
     tau_live = tau.to(dev) if isinstance(tau, Tensor) else tau
     k = 0
     for k in range(1, steps + 1):
+        # the kernels themselves, validated once above (check=False: no host sync per step)
         if pairs:
-            x, y, info = _coupled_step(model, x, y, t0 + k - 1, gen, tau_live, scan_fn, coupling_fn)
-            bad |= info.no_mass.any()
+            cur, info = coupled_step(model, CoupledState(x=x, y=y, t=t0 + k - 1), gen, tau=tau_live, scan=scan_fn,
+                                     coupling=coupling_fn, check=False)
+            x, y = cur.x, cur.y
             t_live = times[live]
             times[live] = torch.where((x == y).all(1) & (t_live > steps), k, t_live)
         else:
-            x, info = _step(model, x, t0 + k - 1, gen, tau_live, scan_fn)
-            bad |= info.no_mass.any()
+            cur, info = step(model, GlauberState(tokens=x, t=t0 + k - 1), gen, tau=tau_live, scan=scan_fn, check=False)
+            x = cur.tokens
+        bad |= info.no_mass.any()
         if recording:
             if k % record_every == 0:
                 frames.append(x.clone())

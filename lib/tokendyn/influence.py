@@ -1,4 +1,4 @@
-"""High- and low-temperature theory: influence, the Dobrushin bound, margins and trap dwell times.
+"""High-temperature theory: influence coefficients, Dobrushin's alpha and its bound on mixing.
 
 High temperature. The influence of site ``j`` on site ``i`` is
 ``c_ij(tau) = sup_{x, y differing only at j} TV(p_tau(. | x_-i), p_tau(. | y_-i))`` and
@@ -10,11 +10,7 @@ High temperature. The influence of site ``j`` on site ``i`` is
   ``j``: a **lower bound** on the sup, so ``alpha_hat`` crossing 1 says where Dobrushin's condition
   fails for sure, not where it holds.
 
-Low temperature. If every site's current token beats every alternative by logit margin ``m``, a
-step leaves the state with probability at most ``(|V| - 1) exp(-m / tau)`` (:func:`margin_bound`).
-On a given state the exact per-step leave probability is
-``q = (1/n) sum_i (1 - p_tau(x_i | x_-i))`` (:func:`leave_probability`), so the number of steps spent
-in that exact state is Geometric(q) with mean ``1 / q``: compare with :func:`first_exit_times`.
+Low temperature (margins, leave probabilities, dwell times) lives in :mod:`tokendyn.traps`.
 """
 
 from __future__ import annotations
@@ -219,71 +215,3 @@ def crossing_bracket(taus: Sequence[float] | Tensor, values: Tensor, level: floa
                 return t[k - 1], t[k]
         return 0.0, t[0]
     return t[-1], math.inf
-
-
-def site_margins(model: ConditionalModel, x: Tensor) -> Tensor:
-    """Logit margin of each current token over its best alternative, at ``tau = 1``:
-    x ``[B, n]`` -> ``[B, n]``. Positive everywhere iff ``x`` is a perfect trap (all argmax)."""
-    check_tokens(model, x, "x")
-    L = all_site_logits(model, x).double()
-    cur = L.gather(-1, x.unsqueeze(-1)).squeeze(-1)
-    best_other = L.scatter(-1, x.unsqueeze(-1), float("-inf")).amax(-1)
-    return cur - best_other
-
-
-def margin_bound(margin: float, support_size: int, tau: float) -> float:
-    """Upper bound ``(|V| - 1) exp(-m / tau)`` on the per-step leave probability of any state whose
-    every site has margin ``>= m``."""
-    check_range("margin", margin)
-    check_range("support_size", support_size, 1, integer=True)
-    check_tau(tau)
-    if support_size == 1:
-        return 0.0
-    try:
-        return (support_size - 1) * math.exp(-margin / tau)
-    except OverflowError:  # a very negative margin: the bound says nothing
-        return math.inf
-
-
-def leave_probability(model: ConditionalModel, x: Tensor, tau: float) -> Tensor:
-    """Exact per-step leave probability of random-scan Glauber from ``x`` ``[B, n]`` -> ``[B]``:
-    ``q = (1/n) sum_i (1 - p_tau(x_i | x_-i))``."""
-    check_tokens(model, x, "x")
-    check_tau(tau)
-    p = probabilities(all_site_logits(model, x), tau)
-    stay = p.gather(-1, x.unsqueeze(-1)).squeeze(-1)
-    return (1 - stay).mean(-1)
-
-
-def closest_leave_temperature(model: ConditionalModel, x: Tensor, taus: Sequence[float],
-                              target: float) -> tuple[float, float]:
-    """The grid temperature whose exact leave probability from ``x`` ``[1, n]`` is closest to
-    ``target`` on a log scale: returns ``(tau, q)``, the first such tau of ``taus`` on a tie."""
-    check_range("target", target, 0.0, 1.0, lo_open=True)
-    if x.dim() != 2 or x.shape[0] != 1:
-        raise ValueError(f"x must be one state [1, n], got {tuple(x.shape)}")
-    if len(taus) == 0:
-        raise ValueError("taus is empty")
-    qs = [float(leave_probability(model, x, t)[0]) for t in taus]
-    k = min(range(len(qs)), key=lambda k: abs(math.log(max(qs[k], 1e-300) / target)))
-    return taus[k], qs[k]
-
-
-def first_exit_times(trajectory: Tensor) -> tuple[Tensor, Tensor]:
-    """Steps until each chain first leaves its starting state, from a trajectory recorded every
-    step ``[T + 1, B, n]`` -> (times ``[B]``, exited ``[B]``). A chain still in its start after
-    ``T`` steps is censored at ``T + 1`` with ``exited`` False."""
-    if not isinstance(trajectory, Tensor) or trajectory.dim() != 3 or trajectory.shape[0] < 2:
-        raise ValueError(f"trajectory must be a tensor [T + 1, B, n] with T >= 1, got "
-                         f"{tuple(trajectory.shape) if isinstance(trajectory, Tensor) else type(trajectory).__name__}")
-    T = trajectory.shape[0] - 1
-    moved = (trajectory[1:] != trajectory[:1]).any(-1)               # [T, B]
-    exited = moved.any(0)
-    first = torch.where(exited, moved.float().argmax(0) + 1, torch.full_like(exited, T + 1, dtype=torch.long))
-    return first.long(), exited
-
-
-def geometric_survival(q: float, t: Tensor) -> Tensor:
-    """``P(T > t) = (1 - q)^t`` for a Geometric(q) dwell time, at steps ``t`` ``[K]`` -> ``[K]``."""
-    check_range("q", q, 0, 1)
-    return (1 - q) ** t.double()

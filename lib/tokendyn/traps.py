@@ -61,8 +61,9 @@ from .stats import Estimate, bootstrap
 
 __all__ = ["margins", "is_perfect_trap", "GreedyTraps", "greedy_traps", "verify_traps", "TrapRecord",
            "trap_records", "log_exit_probabilities", "log_leave_probability", "leave_curve",
-           "ArrheniusFit", "arrhenius_fit", "arrhenius_limit", "log_margin_bound", "tau_for_dwell",
-           "restricted_mean_geometric", "DwellCheck", "dwell_check", "first_exit_times",
+           "ArrheniusFit", "arrhenius_fit", "arrhenius_limit", "log_margin_bound", "margin_bound",
+           "closest_leave_temperature", "tau_for_dwell",
+           "restricted_mean_geometric", "geometric_survival", "DwellCheck", "dwell_check", "first_exit_times",
            "KineticRun", "kinetic_sample", "state_at", "hamming_dwell", "HeldStates",
            "approximate_traps", "durations", "dominance", "dominant_token", "window_repeat", "head_repeat",
            "fraction_estimate", "Chains", "long_chains", "census_starts", "TrapCensus", "trap_census",
@@ -336,6 +337,32 @@ def log_margin_bound(margin: float | Tensor, support_size: int, tau: float) -> f
     return math.log(support_size - 1) - margin / tau
 
 
+def margin_bound(margin: float, support_size: int, tau: float) -> float:
+    """``(|V| - 1) exp(-m / tau)``, the exp of :func:`log_margin_bound` for one margin: ``inf`` where
+    it overflows (a very negative margin: the bound says nothing), 0 for a one-token support."""
+    check_range("margin", margin)
+    check_range("support_size", support_size, 1, integer=True)
+    check_tau(tau)
+    if support_size == 1:
+        return 0.0
+    log_b = float(log_margin_bound(margin, support_size, tau))
+    return math.exp(log_b) if log_b < 709.0 else math.inf
+
+
+def closest_leave_temperature(logits: Tensor, x: Tensor, taus: Sequence[float], target: float) -> tuple[float, float]:
+    """The grid temperature whose exact leave probability from one state is closest to ``target``
+    on a log scale: ``logits`` ``[1, n, V]``, ``x`` ``[1, n]`` -> ``(tau, q)``, the first such tau of
+    ``taus`` on a tie."""
+    check_range("target", target, 0.0, 1.0, lo_open=True)
+    if x.dim() != 2 or x.shape[0] != 1:
+        raise ValueError(f"x must be one state [1, n], got {tuple(x.shape)}")
+    if len(taus) == 0:
+        raise ValueError("taus is empty")
+    log_q = leave_curve(logits, x, taus)[:, 0]
+    k = int(torch.argmin((log_q - math.log(target)).abs()))
+    return taus[k], float(log_q[k].exp())
+
+
 def tau_for_dwell(logits: Tensor, x: Tensor, steps: float, *, lo: float = 1e-3, hi: float = 10.0,
                   iters: int = 24) -> Tensor:
     """The temperature at which the expected dwell ``1/q`` in each perfect trap equals ``steps``:
@@ -368,6 +395,12 @@ def restricted_mean_geometric(q: float, steps: int) -> float:
     check_range("q", q, 0.0, 1.0, lo_open=True)
     check_range("steps", steps, 0, integer=True)
     return -math.expm1((steps + 1) * math.log1p(-q)) / q if q < 1 else 1.0
+
+
+def geometric_survival(q: float, t: Tensor) -> Tensor:
+    """``P(T > t) = (1 - q)^t`` for a Geometric(q) dwell time, at steps ``t`` ``[K]`` -> ``[K]``."""
+    check_range("q", q, 0, 1)
+    return (1 - q) ** t.double()
 
 
 def first_exit_times(trajectory: Tensor) -> tuple[Tensor, Tensor]:

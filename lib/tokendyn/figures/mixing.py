@@ -11,7 +11,7 @@ import torch
 
 from ..diagnostics import Survival, survival
 from ..fidelity import PairedCoupling
-from ..influence import geometric_survival
+from ..traps import geometric_survival
 from ..toy import coupon_collector_survival
 from ._style import tau_palette
 

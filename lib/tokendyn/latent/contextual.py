@@ -31,7 +31,7 @@ from torch import nn
 from ..checks import check_range
 from ..evaluation.heldout import choose
 from ..paths import data_dir
-from ..training.readout import argmax_decoder
+from .decoders import argmax_decoder
 from .flow import FlowConfig, VelocityNet
 
 

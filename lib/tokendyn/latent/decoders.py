@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch import nn
 
 from ..checks import check_range
 from .dabi import (Curves, DabiPoint, FlipRates, LineEval, cross_entropy, dabi, dabi_curves, flip_rates,
@@ -350,3 +351,22 @@ def curve_rows(dut: DecoderUnderTest, norms: Sequence[float], *, seed: int = 0, 
                             "iso_flips_hi": f.isotropic.hi, "k_iso_flips": f.k_isotropic})
             rows.append(row)
     return rows
+
+
+def argmax_decoder(head: nn.Module, chunk: int = 4096) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The decode ``[..., d] -> [...]`` ids of a head ``[N, d] -> [N, V]``: argmax, ``chunk`` latents at a time."""
+    check_range("chunk", chunk, 1, None, integer=True)
+
+    @torch.no_grad()
+    def decode(z: torch.Tensor) -> torch.Tensor:
+        flat = z.reshape(-1, z.shape[-1])
+        return torch.cat([head(c).argmax(-1) for c in flat.split(chunk)]).reshape(z.shape[:-1])
+
+    return decode
+
+
+@torch.no_grad()
+def logit_gaps(head: nn.Module, z: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
+    """Top-1 minus top-2 logit of a head at each latent ``[N, d]`` -> ``[N]``: the cliff's height
+    (a readout's sharpness), where the Euclidean margin is its distance."""
+    return torch.cat([head(c).topk(2, -1).values.diff(dim=-1).neg()[:, 0] for c in z.split(chunk)])

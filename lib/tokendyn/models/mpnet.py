@@ -24,7 +24,7 @@ import torch
 
 from .. import integrity
 from ..paths import assets_dir
-from ..training.weights_init import init_weights
+from .weights_init import init_weights
 
 ASSET = "all-mpnet-base-v2"
 MANIFEST = integrity.MANIFEST.with_name(f"{ASSET}.SHA256SUMS")

@@ -38,7 +38,7 @@ from safetensors.torch import load_file, save_file
 from .. import integrity
 from ..atomic import write_atomic
 from ..paths import data_dir
-from ..training.weights_init import init_weights
+from .weights_init import init_weights
 from .loaded import LoadedMLM, n_params
 
 DEFAULT = "minilm-mlm"

@@ -1,9 +1,9 @@
 """Training: everything that turns a seed and a corpus into shipped weights.
 
-Import the module that holds what you need; this package imports none of them itself, so that
-:mod:`tokendyn.models.shipped` can use :mod:`.weights_init` without pulling in the rest.
+Import the module that holds what you need; this package imports none of them itself. Training
+sits above :mod:`tokendyn.models` and :mod:`tokendyn.latent` and imports from them, never the other
+way (seeded re-initialisation, :func:`tokendyn.models.weights_init.init_weights`, is the models').
 
-- :mod:`.weights_init`: :func:`~.weights_init.init_weights`, seeded re-initialisation of a module;
 - :mod:`.schedule`: learning-rate schedules (warmup-stable-decay :func:`~.schedule.lr_at`, warmup-cosine);
 - :mod:`.loop`: the resumable optimiser loop (:func:`~.loop.run_steps`), :func:`~.loop.train` for a
   module whose loss draws from one generator, atomic checkpoint writes and a timestamped log;

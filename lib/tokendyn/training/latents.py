@@ -18,7 +18,7 @@ from ..atomic import write_atomic
 from ..integrity import record
 from ..latent.flow import FlowConfig, VelocityNet, flow_loss
 from .loop import train
-from .weights_init import init_weights
+from ..models.weights_init import init_weights
 
 
 def batch_of(data: torch.Tensor, size: int, g: torch.Generator,

@@ -9,8 +9,8 @@ The paper retrains a sharp text readout three ways and finds none recovers flipp
 
 ``"ce"`` (plain cross-entropy) is the reference. :func:`retrain` warm-starts from a given linear
 readout and takes ``steps`` AdamW steps on batches of frozen ``(latent, id)`` pairs, seeded.
-:func:`argmax_decoder` turns any head into the decode function the tube-law measures take;
-:func:`logit_gaps` reads how sharp a head is.
+:func:`tokendyn.latent.decoders.argmax_decoder` turns any head into the decode function the
+tube-law measures take; :func:`tokendyn.latent.decoders.logit_gaps` reads how sharp a head is.
 """
 
 from __future__ import annotations
@@ -88,22 +88,3 @@ def retrain(head: nn.Module, z: torch.Tensor, ids: torch.Tensor, loss_name: str,
 
     return train(head, step_loss, steps=steps, lr=lr, generator=g, log_every=max(steps // 4, 1),
                  label=f"readout-{loss_name}", log=lambda msg: None)
-
-
-def argmax_decoder(head: nn.Module, chunk: int = 4096) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The decode ``[..., d] -> [...]`` ids of a head ``[N, d] -> [N, V]``: argmax, ``chunk`` latents at a time."""
-    check_range("chunk", chunk, 1, None, integer=True)
-
-    @torch.no_grad()
-    def decode(z: torch.Tensor) -> torch.Tensor:
-        flat = z.reshape(-1, z.shape[-1])
-        return torch.cat([head(c).argmax(-1) for c in flat.split(chunk)]).reshape(z.shape[:-1])
-
-    return decode
-
-
-@torch.no_grad()
-def logit_gaps(head: nn.Module, z: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
-    """Top-1 minus top-2 logit of a head at each latent ``[N, d]`` -> ``[N]``: the cliff's height
-    (a readout's sharpness), where the Euclidean margin is its distance."""
-    return torch.cat([head(c).topk(2, -1).values.diff(dim=-1).neg()[:, 0] for c in z.split(chunk)])
