@@ -223,10 +223,24 @@ def test_claim_8_needs_its_sample_a_null_and_fluent_politics():
 
 
 def test_claim_9():
-    assert V.claim_9(0.1, 0.95).verdict == R
-    assert V.claim_9(0.5, 0.96).verdict == P
-    assert V.claim_9(0.1, 0.95, heldout_error=0.2).verdict == P
-    assert V.claim_9(0.5, 0.3).verdict == N
+    n = 8192  # test tokens a K
+    good = {2: (E(0.356, 0.341, 0.370, n), 0.355), 4: (E(0.104, 0.096, 0.114, n), 0.108),
+            8: (E(0.036, 0.031, 0.042, n), 0.053), 32: (E(0.007, 0.006, 0.009, n), 0.016)}
+    assert V.claim_9(0.1, 0.95, good).verdict == R
+    assert V.claim_9(0.5, 0.96, good).verdict == P                      # the book's case: no collapse
+    # no held-out sample: collapse and linear give partly at most (the magnitude is untested)
+    assert V.claim_9(0.1, 0.95).verdict == P
+    assert V.claim_9(0.5, 0.96).verdict == N
+    # off by 3x at one well-sampled K: the magnitude fails, though the absolute miss is 2 points
+    off = {**good, 8: (E(0.010, 0.008, 0.012, n), 0.030)}
+    v = V.claim_9(0.1, 0.95, off)
+    assert v.verdict == P and "K = [2, 4, 32] of [2, 4, 8, 32]" in v.reason
+    assert V.claim_9(0.5, 0.96, off).verdict == N
+    # a K with too few flips does not count, and under three counted K the magnitude is not tested
+    thin = {2: good[2], 4: good[4], 256: (E(0.001, 0.0, 0.01, n), 0.5)}
+    v = V.claim_9(0.1, 0.95, thin)
+    assert v.verdict == P and "magnitude not tested" in v.reason
+    assert V.claim_9(0.5, 0.3, good).verdict == N
 
 
 def test_claims_10_and_11():
