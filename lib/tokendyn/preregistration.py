@@ -21,11 +21,15 @@ from .atomic import read_record
 RULE_CODE: dict[str, tuple[str, ...]] = {
     "claim_4": ("tokendyn/verdicts.py:claim_4", "tokendyn/diagnostics/shape.py:compare_shapes",
                 "tokendyn/diagnostics/shape.py:censored_lognormal_fit"),
+    "claim_14": ("tokendyn/verdicts.py:claim_14", "tokendyn/evaluation/generation.py:entropy_matched_perplexity"),
+    "claim_15": ("tokendyn/verdicts.py:claim_15",),
 }
 
 # Recorded run (under data/) -> the rules that judge it, each committed before the run.
 JUDGED: dict[str, tuple[str, ...]] = {
     "runs/03_phase_transition-shape.json": ("claim_4",),
+    "runs/07_escapes-ode-sde.json": ("claim_14",),
+    "runs/07_escapes-readouts.json": ("claim_15",),
 }
 
 # Recorded runs whose claims' rules were written or changed after them (judged, but not pre-registered).
@@ -38,8 +42,6 @@ BEFORE_THEIR_RULES: dict[str, tuple[int, ...]] = {
     "runs/04_basins-traps.json": (6, 7),
     "runs/05_tube_law-ladder.json": (10, 11),
     "runs/06_dabi_cci-curves.json": (12,),
-    "runs/07_escapes-ode-sde.json": (14,),
-    "runs/07_escapes-readouts.json": (15,),
 }
 
 
@@ -75,6 +77,9 @@ def problems(repo: Path, data: Path | None = None) -> list[str]:
         commit = prov.get("git_commit")
         if not commit or prov.get("git_dirty") is not False:
             found.append(f"{rel}: no clean commit recorded (git_commit={commit!r}, git_dirty={prov.get('git_dirty')!r})")
+            continue
+        if subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True).returncode:
+            found.append(f"{rel}: its commit {commit[:12]} is not in this clone's history (a shallow clone? fetch it)")
             continue
         for rule in rules:
             for piece in RULE_CODE[rule]:

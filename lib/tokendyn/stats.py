@@ -35,6 +35,15 @@ class Estimate:
             return f"{self.value:.1%} [{self.lo:.1%}, {self.hi:.1%}]"
         return f"{self.value:{spec}} [{self.lo:{spec}}, {self.hi:{spec}}]"
 
+    @classmethod
+    def from_columns(cls, row: Any, value: str, *, lo: str | None = None, hi: str | None = None,
+                     n: str | int) -> Estimate:
+        """The estimate a record stores in columns: ``row[value]`` with ``row[lo]`` and ``row[hi]``
+        (default ``value + '_lo'`` and ``value + '_hi'``); ``n`` is a column name or the count.
+        ``row``: a mapping or a pandas row."""
+        count = int(row[n]) if isinstance(n, str) else int(n)
+        return cls(float(row[value]), float(row[lo or f"{value}_lo"]), float(row[hi or f"{value}_hi"]), count)
+
     def overlaps(self, lo: float, hi: float) -> bool:
         """Whether the interval meets the closed range ``[lo, hi]``."""
         return self.hi >= lo and self.lo <= hi
