@@ -133,6 +133,9 @@ class RulesDirective(Directive):
         self._parse(intro, out)
         for name, fn in verdicts.RULES.items():
             sec = nodes.section(ids=[f"rule-{name}"], names=[f"rule-{name}"])
+            # Registered as a target so that MyST links to "#rule-<name>" (the table of rules
+            # before runs, on the same page) resolve.
+            self.state.document.note_explicit_target(sec, sec)
             sec += nodes.title(text=name)
             sig = str(inspect.signature(fn)).replace("'", "")
             sec += nodes.literal_block(text=f"verdicts.{name}{sig}", language="python")
