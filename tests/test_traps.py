@@ -205,6 +205,48 @@ def test_dwell_law_in_traps_of_known_q():
         traps.dwell_law(model, x, L, [0.5], chains=1, steps=5, seed=0)
 
 
+def test_basin_exit_times_have_the_exact_mean_of_the_absorbing_chain():
+    # Exit from the Hamming ball of radius h around a centre: the exact mean is the absorbing
+    # chain's (I - Q)^-1 1 over the ball's states, from the transition matrix of the toy.
+    model = toy.potts_chain(4, 3, coupling=1.0, field=0.6, seed=1)
+    S = toy.all_states(4, 3)
+    tau, h = 0.7, 1
+    centre = torch.tensor([0, 0, 1, 2])
+    inside = (S != centre).sum(-1) <= h
+    P = toy.transition_matrix(model, tau)
+    Q = P[inside][:, inside]
+    mean = torch.linalg.solve(torch.eye(len(Q), dtype=torch.float64) - Q, torch.ones(len(Q), dtype=torch.float64))
+    exact = float(mean[int(inside[:toy.state_index(centre, 3)].sum())])
+    t, e = traps.basin_exit_times(model, centre.repeat(3000, 1), tau=tau, steps=10_000, h=h, seed=3)
+    assert bool(e.all()) and t.dtype == torch.long and t.shape == (3000,)
+    se = float(t.double().std()) / math.sqrt(len(t))
+    assert abs(float(t.double().mean()) - exact) < 4 * se, (float(t.double().mean()), exact, se)
+    assert exact > 3 and abs(float(t.double().mean()) - 2 * exact) > 4 * se    # the test could fail
+    # h = 0 is the exact state's Geometric(q) dwell, the one the dwell law uses
+    t0, _ = traps.basin_exit_times(model, centre.repeat(3000, 1), tau=tau, steps=10_000, h=0, seed=3)
+    assert float(t0.double().mean()) < float(t.double().mean())
+    # censoring: a cap below the dwell leaves chains at steps + 1
+    tc, ec = traps.basin_exit_times(model, centre.repeat(50, 1), tau=0.05, steps=3, h=h, seed=0)
+    assert bool((tc[~ec] == 4).all()) and bool((tc[ec] <= 3).all()) and int((~ec).sum()) > 0
+    with pytest.raises(ValueError, match="h="):
+        traps.basin_exit_times(model, centre[None], tau=tau, steps=5, h=4, seed=0)
+
+
+def test_basin_dwell_summarises_each_trap_by_its_chains_median():
+    potts = toy.potts_chain(6, 3, coupling=1.2, field=0.8, seed=2)
+    c = traps.trap_census(potts, torch.randint(3, (40, 6), generator=torch.Generator().manual_seed(0)), max_sweeps=30)
+    K = len(c.tokens)
+    d = traps.basin_dwell(potts, c.tokens, [0.5, 2.0], h=1, chains=9, steps=500, seed=0)
+    assert list(d) == [0.5, 2.0] and K >= 2
+    for tau, b in d.items():
+        assert b.times.shape == (K, 9) and b.per_trap.shape == (K,) and b.h == 1 and b.steps == 500
+        assert torch.equal(b.per_trap, b.times.double().sort(1).values[:, 4])   # 9 chains: the 5th time
+        assert b.median.lo <= b.median.value <= b.median.hi
+    assert d[0.5].median.value > d[2.0].median.value      # colder holds longer
+    with pytest.raises(ValueError, match="K >= 2 traps"):
+        traps.basin_dwell(potts, c.tokens[:1], [0.5], h=1, chains=2, steps=5, seed=0)
+
+
 def test_kinetic_sample_has_the_exact_law_of_the_plain_chain():
     model = toy.incompatible_ising(3, coupling=0.9, skew=0.4, field=0.7, seed=4)
     S = toy.all_states(3, 2)

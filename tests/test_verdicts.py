@@ -71,7 +71,7 @@ def test_size_effect_words_follow_the_interval():
     d = {"m": E(0.45, 0.4, 0.5)}
     assert "size: delta" in V.claim_1(d, size=E(0.1, -0.02, 0.2, 7)).reason
     assert V.claim_1(d, size=E(0.1, -0.02, 0.2, 7)).verdict == V.claim_1(d).verdict
-    assert "tau_1000 rises" in V.claim_6({"m": E(5.0, 3.0, 8.0)}, size=E(0.01, 0.005, 0.02, 7)).reason
+    assert "tau_1000 rises" in V.claim_6({"m": E(5.0, 3.0, 8.0)}, watched=10_000, size=E(0.01, 0.005, 0.02, 7)).reason
 
 
 def test_size_slope_recovers_a_known_slope_and_resamples_within_models():
@@ -185,15 +185,21 @@ def test_claim_5():
         V.size_shift({8: 0.5}, {16: 0.5}, small="s", large="l")
 
 
-def test_claim_6_reads_the_papers_temperature():
-    assert V.claim_6({"m": E(5000, 2000, 9000)}).verdict == R
-    assert V.claim_6({"m": E(300, 90, 900)}).verdict == P
-    assert V.claim_6({"m": E(6.4, 4.0, 9.0)}).verdict == N
-    assert V.claim_6({}).verdict == M
+def test_claim_6_reads_the_basin_dwell_at_one_temperature():
+    w = 10_000
+    assert V.claim_6({"m": E(5000, 2000, 9000)}, watched=w).verdict == R
+    assert V.claim_6({"m": E(300, 90, 900)}, watched=w).verdict == P
+    assert V.claim_6({"m": E(19, 16, 22)}, watched=w).verdict == N
+    assert V.claim_6({}, watched=w).verdict == M
+    # a watch shorter than the claim's thousands cannot show it, whatever it saw
+    short = V.claim_6({"m": E(501, 501, 501)}, watched=500)
+    assert short.verdict == M and "fewer than the 1,000" in short.reason
     # every model must hold: one deep model does not carry a shallow one
-    two = V.claim_6({"a": E(5000, 2000, 9000, 64), "b": E(6.4, 5.8, 7.2, 70)})
-    assert two.verdict == N and "smallest 6 steps" in two.reason
-    assert V.claim_6({"a": E(5000, 2000, 9000, 64), "b": E(1500, 900, 2400, 70)}).verdict == P   # b's interval dips below 1,000
+    two = V.claim_6({"a": E(5000, 2000, 9000, 64), "b": E(6.4, 5.8, 7.2, 70)}, watched=w, h=2,
+                    exact_dwell={"a": E(900, 800, 1000), "b": E(3.0, 2.5, 3.5)})
+    assert two.verdict == N and "smallest b 6 [6, 7] steps" in two.reason and "Hamming 2" in two.reason
+    assert "exact state a 900.0, b 3.0" in two.reason
+    assert V.claim_6({"a": E(5000, 2000, 9000, 64), "b": E(1500, 900, 2400, 70)}, watched=w).verdict == P  # b dips below 1,000
 
 
 def test_claim_7():
@@ -338,7 +344,7 @@ RANGE_RULES = [
     lambda e: V.claim_14(e),
     lambda e: V.claim_10({4: e}),
     lambda e: V.claim_11({4: e}),
-    lambda e: V.claim_6({"m": e}),
+    lambda e: V.claim_6({"m": e}, watched=10_000),
     lambda e: V.above(e, 0.5),
     lambda e: V.toward_paper([("worst", E(2.4, 2.2, 2.6)), ("best", e)], (10, 33), log=True),
 ]

@@ -30,7 +30,9 @@ Kinetic Monte Carlo
     thousands of steps cost tens of passes. :func:`state_at` reads the state at any Glauber step.
 
 Approximate traps and repetition basins
-    :func:`hamming_dwell` measures, for a centre state on a trajectory, how many steps the chain
+    :func:`basin_dwell` starts chains in each trap and times their exit from its Hamming ball of
+    radius ``h`` (:func:`basin_exit_times`): the dwell in the trap's basin, not only in the exact
+    state. :func:`hamming_dwell` measures, for a centre state on a trajectory, how many steps the chain
     stays within Hamming distance ``h`` of it; :func:`approximate_traps` keeps centres held for at
     least ``L`` steps. :func:`dominance` (share of sites holding the most common token) marks
     repetition basins such as a run of ``!``; :func:`window_repeat` is the share of sites whose
@@ -67,7 +69,7 @@ __all__ = ["margins", "is_perfect_trap", "GreedyTraps", "greedy_traps", "verify_
            "KineticRun", "kinetic_sample", "state_at", "hamming_dwell", "HeldStates",
            "approximate_traps", "durations", "dominance", "dominant_token", "window_repeat", "head_repeat",
            "fraction_estimate", "Chains", "long_chains", "census_starts", "TrapCensus", "trap_census",
-           "DwellLaw", "dwell_law"]
+           "DwellLaw", "dwell_law", "basin_exit_times", "BasinDwell", "basin_dwell"]
 
 Temperature = float | Tensor
 
@@ -500,6 +502,45 @@ class DwellLaw:
     q: Tensor
 
 
+def basin_exit_times(model: ConditionalModel, centres: Tensor, *, tau: float, steps: int, h: int, seed: int,
+                     first_segment: int = 4, max_segment: int = 1024) -> tuple[Tensor, Tensor]:
+    """First exit of plain random-scan chains from the Hamming ball of radius ``h`` around their
+    start: chain ``b`` starts at ``centres[b]`` (``[B, n]``) and exits at the first step its state
+    differs from ``centres[b]`` at more than ``h`` sites (``h = 0``: the exact state, the trap's
+    Geometric(q) dwell; ``h = 2``: the basin of Paper 1's approximate traps). Watched up to
+    ``steps`` steps -> (times ``[B]`` long, censored at ``steps + 1``; exited ``[B]`` bool), on CPU.
+
+    The chains run in segments of ``first_segment``, ``first_segment``, then doubling up to
+    ``max_segment`` steps; a chain that has exited drops out and the others continue from their
+    state with the next seed (``seed + segment``), the same Markov chain, so the cost is the chains'
+    dwell, not ``steps`` each.
+    """
+    check_tokens(model, centres, "centres")
+    check_tau(tau)
+    check_range("steps", steps, 1, integer=True)
+    check_range("h", h, 0, centres.shape[1] - 1, integer=True)
+    check_range("first_segment", first_segment, 1, integer=True)
+    check_range("max_segment", max_segment, first_segment, integer=True)
+    B = centres.shape[0]
+    t_exit = torch.full((B,), steps + 1, dtype=torch.long)
+    live = torch.arange(B)
+    x = centres
+    done, seg, length = 0, 0, first_segment
+    while done < steps and live.numel():
+        s = min(length, steps - done)
+        run = sample(model, x, steps=s, tau=float(tau), seed=seed + seg, record_every=1)
+        far = (run.trajectory[1:].cpu() != centres[live.to(centres.device)].cpu()[None]).sum(-1) > h   # [s, b]
+        e = far.any(0)
+        t_exit[live[e]] = done + far.long().argmax(0)[e] + 1
+        keep = (~e).to(x.device)
+        x, live = run.tokens[keep], live[~e]
+        done += s
+        if seg >= 1:
+            length = min(2 * length, max_segment)
+        seg += 1
+    return t_exit, t_exit <= steps
+
+
 def dwell_law(model: ConditionalModel, tokens: Tensor, logits: Tensor, taus: Sequence[float], *, chains: int,
               steps: int, seed: int, first_segment: int = 4) -> dict[float, DwellLaw]:
     """The dwell law in many traps at once: ``chains`` plain random-scan chains
@@ -508,12 +549,9 @@ def dwell_law(model: ConditionalModel, tokens: Tensor, logits: Tensor, taus: Seq
     (:func:`first_exit_times`) are compared with Geometric of the trap's exact ``q`` (from its
     ``logits`` ``[K, n, V]``) by :func:`dwell_check`.
 
-    The chains run in segments of ``first_segment``, ``first_segment``, twice that, ... steps, and a
-    chain that has left its trap drops out. A chain still in the trap at the end of a segment is
-    in the trap state, so the next segment restarts it there with a fresh seed
-    (``seed + 1000 j + segment`` at the ``j``-th temperature): by the Markov property its exit time
-    has the law of one uninterrupted run, and the cost is the chains' dwell, not ``steps`` each.
-    -> ``{tau: DwellLaw}``."""
+    The exit times are :func:`basin_exit_times` with ``h = 0`` (seed ``seed + 1000 j`` at the
+    ``j``-th temperature): a chain still in its trap at the end of a segment restarts there with a
+    fresh seed, by the Markov property the law of one uninterrupted run. -> ``{tau: DwellLaw}``."""
     check_range("chains", chains, 1, integer=True)
     check_range("steps", steps, 1, integer=True)
     check_range("first_segment", first_segment, 1, integer=True)
@@ -526,26 +564,54 @@ def dwell_law(model: ConditionalModel, tokens: Tensor, logits: Tensor, taus: Seq
         tau = float(tau)
         check_tau(tau)
         q = log_leave_probability(logits, tokens, tau).exp().cpu()
-        t_exit = torch.full((K * chains,), steps + 1, dtype=torch.long)
-        live = torch.arange(K * chains)
-        done, seg, length = 0, 0, first_segment
-        while done < steps and live.numel():
-            s = min(length, steps - done)
-            run = sample(model, start[live.to(start.device)], steps=s, tau=tau, seed=seed + 1000 * j + seg,
-                         record_every=1)
-            t, e = first_exit_times(run.trajectory.cpu())
-            t_exit[live[e]] = done + t[e]
-            live = live[~e]
-            done += s
-            if seg >= 1:
-                length *= 2
-            seg += 1
-        exited = t_exit <= steps
+        t_exit, exited = basin_exit_times(model, start, tau=tau, steps=steps, h=0, seed=seed + 1000 * j,
+                                          first_segment=first_segment)
         chk = dwell_check(t_exit, exited, q.repeat_interleave(chains), steps, seed=seed)
         ratio = Estimate(chk.observed.value / chk.predicted, chk.observed.lo / chk.predicted,
                          chk.observed.hi / chk.predicted, chk.observed.n)
         out[tau] = DwellLaw(tau=tau, traps=K, chains=chains, steps=steps, check=chk, ratio=ratio,
                             times=t_exit.reshape(K, chains), exited=exited.reshape(K, chains), q=q)
+    return out
+
+
+@dataclass(frozen=True)
+class BasinDwell:
+    """Dwell in the basin of each trap at one temperature (:func:`basin_dwell`): ``times``
+    ``[K, chains]`` first exits from the Hamming ball of radius ``h`` (censored at ``steps + 1``
+    where ``exited`` ``[K, chains]`` is False), ``per_trap`` ``[K]`` each trap's median, and
+    ``median`` their median over traps with a bootstrap interval over traps."""
+
+    tau: float
+    h: int
+    steps: int
+    chains: int
+    times: Tensor
+    exited: Tensor
+    per_trap: Tensor
+    median: Estimate
+
+
+def basin_dwell(model: ConditionalModel, tokens: Tensor, taus: Sequence[float], *, h: int, chains: int, steps: int,
+                seed: int) -> dict[float, BasinDwell]:
+    """How long plain random-scan chains stay near each trap ``tokens`` ``[K, n]``: ``chains``
+    chains start in every trap at each temperature of ``taus`` and are watched until they differ
+    from it at more than ``h`` sites (:func:`basin_exit_times`), at most ``steps`` steps; seed
+    ``seed + 1000 j`` at the ``j``-th temperature. A trap's statistic is the median of its chains'
+    exit times (a censored median is exact while under half its chains are censored; above, it is
+    ``steps + 1``, a lower bound). -> ``{tau: BasinDwell}``."""
+    check_range("chains", chains, 1, integer=True)
+    if tokens.dim() != 2 or tokens.shape[0] < 2:
+        raise ValueError(f"tokens must be [K, n] with K >= 2 traps, got {tuple(tokens.shape)}")
+    K = tokens.shape[0]
+    out = {}
+    for j, tau in enumerate(taus):
+        t, e = basin_exit_times(model, tokens.repeat_interleave(chains, 0), tau=float(tau), steps=steps, h=h,
+                                seed=seed + 1000 * j)
+        t, e = t.reshape(K, chains), e.reshape(K, chains)
+        per_trap = torch.from_numpy(np.median(t.double().numpy(), 1))
+        out[float(tau)] = BasinDwell(tau=float(tau), h=int(h), steps=int(steps), chains=int(chains), times=t,
+                                     exited=e, per_trap=per_trap,
+                                     median=bootstrap(per_trap.numpy(), np.median, seed=seed))
     return out
 
 
