@@ -22,6 +22,8 @@ RULE_CODE: dict[str, tuple[str, ...]] = {
     "claim_4": ("tokendyn/verdicts.py:claim_4", "tokendyn/diagnostics/shape.py:compare_shapes",
                 "tokendyn/diagnostics/shape.py:censored_lognormal_fit"),
     "claim_6": ("tokendyn/verdicts.py:claim_6", "tokendyn/traps.py:basin_dwell", "tokendyn/traps.py:basin_exit_times"),
+    "exact_generator_regime": ("tokendyn/verdicts.py:exact_generator_regime", "tokendyn/latent/mechanism.py:map_cell",
+                               "tokendyn/latent/tube.py:sequence_bootstrap"),
     "claim_14": ("tokendyn/verdicts.py:claim_14", "tokendyn/evaluation/generation.py:entropy_matched_perplexity"),
     "claim_15": ("tokendyn/verdicts.py:claim_15",),
 }

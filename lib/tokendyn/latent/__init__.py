@@ -21,6 +21,8 @@ image-VAE weights reach this offline environment, so we train small analogues wi
   and structured against isotropic flip rates;
 - :mod:`.decoders`: image decoders, text readouts, LM heads and the identity anchor as one kind of
   object for DABI (latents, loss, structured direction);
+- :mod:`.exact`: the exact posterior-mean generator of a Gaussian token mixture, and
+  :mod:`.mechanism`: the map of its structured/isotropic flip ratio over latent geometries;
 - :mod:`.commitment`: the categorical commitment index (CCI) of a sampler's own trajectory;
 - :mod:`.bigram`: a smoothed bigram perplexity and repetition rate for generated tokens.
 

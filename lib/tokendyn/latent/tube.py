@@ -140,19 +140,23 @@ class TerminalFlips:
         return self.k_isotropic == 0
 
 
-def _seq_bootstrap(cs: np.ndarray, ci: np.ndarray, per_seq: int, n_boot: int, level: float, seed: int
-                   ) -> tuple[Estimate, Estimate, Estimate]:
-    """Rates of per-sequence flip counts ``cs``/``ci`` ``[B]`` and their ratio, resampling sequences."""
+def sequence_bootstrap(cs: np.ndarray, ci: np.ndarray, tokens: int | np.ndarray, n_boot: int, level: float, seed: int
+                       ) -> tuple[Estimate, Estimate, Estimate]:
+    """Flip rates of per-sequence counts ``cs`` (structured) and ``ci`` (isotropic) ``[B]`` out of
+    ``tokens`` per sequence (an int, or ``[B]`` when sequences count different tokens), and their
+    ratio (``ci`` floored at one), with a paired percentile bootstrap over the ``B`` sequences
+    -> (structured, isotropic, ratio)."""
     b = len(cs)
+    tok = np.broadcast_to(np.asarray(tokens, dtype=float), (b,))
     idx = np.random.default_rng(seed).integers(0, b, size=(n_boot, b))
-    s_rep, i_rep = cs[idx].sum(1), ci[idx].sum(1)
+    s_rep, i_rep, n_rep = cs[idx].sum(1), ci[idx].sum(1), np.maximum(tok[idx].sum(1), 1)
     a = (1 - level) / 2
-    n_tok = b * per_seq
+    n_tok = max(float(tok.sum()), 1.0)
 
     def est(value: float, reps: np.ndarray) -> Estimate:
         return Estimate(float(value), float(np.quantile(reps, a)), float(np.quantile(reps, 1 - a)), b, level)
 
-    return (est(cs.sum() / n_tok, s_rep / n_tok), est(ci.sum() / n_tok, i_rep / n_tok),
+    return (est(cs.sum() / n_tok, s_rep / n_rep), est(ci.sum() / n_tok, i_rep / n_rep),
             est(cs.sum() / max(ci.sum(), 1), s_rep / np.maximum(i_rep, 1)))
 
 
@@ -182,7 +186,7 @@ def terminal_flips(decode: Callable[[torch.Tensor], torch.Tensor], net: Velocity
         residual = x_hat - x1
         fs = (decode(x_hat) != reference).sum(1).cpu().numpy().astype(float)
         fi = (decode(x1 + isotropic_like(residual, g)) != reference).sum(1).cpu().numpy().astype(float)
-        st, iso, ratio = _seq_bootstrap(fs, fi, x1.shape[1], n_boot, level, seed)
+        st, iso, ratio = sequence_bootstrap(fs, fi, x1.shape[1], n_boot, level, seed)
         out.append(TerminalFlips(int(k), s, st, iso, ratio, int(fs.sum()), int(fi.sum()), reference.numel(),
                                  x1.shape[0], float(residual.pow(2).mean().sqrt())))
     return out
