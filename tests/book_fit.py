@@ -10,6 +10,9 @@ per problem on the page it runs in:
 - ``empty facet``: a facet (a cell of a faceted chart) with no data marks in it;
 - ``alike legend``: a legend with several entries whose symbols look the same (same shape, fill,
   stroke and dash), so the legend tells the reader nothing.
+
+``BROKEN_WORDS`` (called with a CSS selector) returns one line per cell of the selector whose text
+has a word broken across lines ("rep/rod/uce/d") or runs out of the cell's box.
 """
 
 from __future__ import annotations
@@ -84,6 +87,27 @@ FIT = r"""() => {
         return [a('d'), filled ? a('fill') : '', stroked ? a('stroke') : '', stroked ? a('stroke-dasharray') : '',
                 a('opacity')].join('|'); };
       if (new Set(syms.map(look)).size === 1) bad.push(`alike legend: ${syms.length} entries with the same symbol: ${name(svg)}`);
+    }
+  }
+  return bad; }"""
+
+
+# The cells matching a selector (its argument) in which a word is broken across lines: each word of
+# the cell's text must lie on one line, and the cell must not scroll its text out of view. One line
+# per problem: the cell's text and the word.
+BROKEN_WORDS = r"""sel => {
+  const bad = [];
+  for (const cell of document.querySelectorAll(sel)) {
+    const text = cell.textContent.trim().replace(/\s+/g, ' ');
+    if (cell.scrollWidth > cell.clientWidth + 1) bad.push(`clipped: "${text}" (${cell.scrollWidth} > ${cell.clientWidth} px)`);
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      for (const m of n.textContent.matchAll(/\S+/g)) {
+        const r = document.createRange();
+        r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+        const lines = new Set([...r.getClientRects()].filter(b => b.width > 0).map(b => Math.round(b.top)));
+        if (lines.size > 1) bad.push(`broken: "${m[0]}" over ${lines.size} lines in "${text}"`);
+      }
     }
   }
   return bad; }"""

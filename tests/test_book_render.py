@@ -366,6 +366,36 @@ def test_scoreboard_rows_equal_the_chapters_own_rows(built, browser, request):
         assert own[0][1:4] == r[1:4], f"claim {r[0]}: scoreboard {r[1:4]!r} against {chapter}'s {own[0][1:4]!r}"
 
 
+def test_scoreboard_rows_link_to_their_evidence(built, browser, request):
+    """Every scoreboard row links, under its claim, to a section of the chapter page that holds the
+    claim's evidence, named by the chapter and the section's heading; each link's page exists and
+    holds a section with that id."""
+    visit = Visit(browser, request, "file", HTML / "book" / "scoreboard.html")
+    try:
+        links = visit.page.eval_on_selector_all(
+            "table.tokendyn-claims tbody tr", "trs => trs.map(tr => { const a = tr.querySelector("
+            "':scope > td:nth-child(2) a.tokendyn-evidence'); return [tr.querySelector('td').textContent.trim(), "
+            "a ? a.getAttribute('href') : '', a ? a.textContent.trim() : '']; })")
+    finally:
+        visit.close()
+    assert {claim for claim, _, _ in links} == {str(k) for k in range(1, 17)}, links
+    by_page: dict[str, set[str]] = {}
+    for claim, href, text in links:
+        page, _, section = href.partition("#")
+        assert page.endswith(".html") and section, f"claim {claim}: evidence link {href!r}"
+        assert "›" in text and href not in text, f"claim {claim}: the link is not named by its section: {text!r}"
+        by_page.setdefault(page, set()).add(section)
+    for page, sections in by_page.items():
+        assert (HTML / "book" / page).is_file(), f"evidence links to {page}, which the book lacks"
+        visit = Visit(browser, request, "file", HTML / "book" / page)
+        try:
+            found = visit.page.evaluate("ids => ids.filter(i => document.getElementById(i)?.tagName === 'SECTION')",
+                                        sorted(sections))
+        finally:
+            visit.close()
+        assert set(found) == sections, f"{page}: no section for {sorted(sections - set(found))}"
+
+
 WIDTHS = (960, 1280)  # a laptop window and a desktop one
 
 
@@ -387,6 +417,59 @@ def test_page_fits_and_every_chart_draws(built, browser, request, doc, width):
         assert not bad, f"{page_path.name} at {width} px: {bad[:8]}"
     finally:
         visit.close()
+
+
+VERDICT_CELLS = 'table.tokendyn-claims td[class^="tokendyn-verdict-"]'
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("doc", ["book/scoreboard"] + [d for d in _toc_files() if Path(d).name[:2].isdigit()])
+def test_verdict_words_never_break(built, browser, request, doc, width):
+    """At 960 and 1280 px no verdict in a claims table (the scoreboard's, each chapter's) has a word
+    broken across lines ("rep/rod/uce/d") or runs out of its cell (tests/book_fit.py, BROKEN_WORDS)."""
+    from book_fit import BROKEN_WORDS
+
+    page_path = HTML / f"{doc}.html"
+    visit = Visit(browser, request, "file", page_path)
+    try:
+        visit.page.set_viewport_size({"width": width, "height": 900})
+        visit.wait_rendered()
+        assert visit.page.locator(VERDICT_CELLS).count() > 0, f"{page_path.name}: no verdict cells"
+        bad = visit.page.evaluate(BROKEN_WORDS, VERDICT_CELLS)
+        assert not bad, f"{page_path.name} at {width} px: {bad[:8]}"
+    finally:
+        visit.close()
+
+
+def test_broken_words_probe_finds_a_verdict_broken_mid_word(built, browser, tmp_path):
+    """The probe behind test_verdict_words_never_break is not vacuous: a verdict in a cell squeezed
+    below its word's width, with words allowed to break anywhere, is reported; the same cell with
+    the book's stylesheet is not."""
+    from book_fit import BROKEN_WORDS
+
+    css = (HTML / "_static" / "tokendyn.css").as_uri()
+    cell = '<td class="tokendyn-verdict-not-reproduced"><strong>not reproduced</strong></td>'
+    table = (f'<table class="tokendyn-claims" style="width: 12em"><tr><td>{"claim " * 40}</td>{cell}</tr></table>')
+
+    def page(style: str) -> str:
+        return (f'<html><head><meta charset="utf-8">{style}</head><body>'
+                f'<article class="bd-article" style="width: 20em">{table}</article></body></html>')
+
+    squeezed = tmp_path / "squeezed.html"
+    squeezed.write_text(page("<style>td { overflow-wrap: anywhere; }</style>"))
+    booked = tmp_path / "booked.html"
+    booked.write_text(page(f'<style>td {{ overflow-wrap: anywhere; }}</style><link rel="stylesheet" href="{css}">'))
+    ctx = browser.new_context(viewport={"width": 960, "height": 900})
+    try:
+        pg = ctx.new_page()
+        found = {}
+        for name, path in (("squeezed", squeezed), ("booked", booked)):
+            pg.goto(path.as_uri())
+            found[name] = pg.evaluate(BROKEN_WORDS, VERDICT_CELLS)
+    finally:
+        ctx.close()
+    assert any(b.startswith("broken: ") for b in found["squeezed"]), found["squeezed"]
+    assert found["booked"] == [], found["booked"]
 
 
 def _chart_div(spec: dict) -> str:

@@ -13,7 +13,9 @@
   results records stored in the executed chapter notebooks (``tokendyn.results.notebook_records``,
   ``tokendyn.claims.scoreboard_from``), so it shows the very run the chapter pages show, *after*
   every chapter has been read (and so executed), at ``doctree-resolved``. The page holding it is re-read on every build, so
-  it can never show older results than the files on disk.
+  it can never show older results than the files on disk. Each row links to the section of its chapter page that holds
+  the claim's evidence (``tokendyn.claims.evidence_link``), named by that section's heading; a link to a section the
+  book lacks is a build warning.
 """
 
 from __future__ import annotations
@@ -23,9 +25,14 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from docutils import nodes
 from docutils.parsers.rst import Directive
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+    from tokendyn.claims import Table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,20 +99,56 @@ def _fill(app, doctree, docname) -> None:
                f"<ul class=\"tokendyn-sources\">{''.join(made)}</ul>") if records else (
         "<p><strong>No results were found</strong>: build the book with <code>make book</code>, "
         "which executes every chapter.</p>")
-    figure = ""
-    points = claims.scoreboard_points(board)
-    if points:  # the opening figure: the paper's range beside ours, per numeric claim
-        import tokendyn.plotting as tp
-        from tokendyn import figures
+    import tokendyn.plotting as tp
+    from tokendyn import figures
 
-        tp.setup()
-        tp.number_figures("S")
-        tp.caption("Each claim whose paper value is a range: the paper's range (orange band) and every number of "
-                   "ours with its 95% interval (points and bars), coloured by the verdict of its claims row. Each "
-                   "row has its own scale; the table below holds the rest.")
-        figure = tp.render_spec(figures.scoreboard(points).to_dict())["text/html"]
+    tp.setup()
+    tp.number_figures("S")
+    tp.caption("Every claim, one row each (a claim measured by several chapters has a row per chapter): its "
+               "verdict (left), and, where the paper gives a range and we a number with an interval, each of our "
+               "numbers (points, 95% intervals) divided by the middle of the paper's range, over that range "
+               "(orange band), on one log axis for all claims; 1 is the middle of the paper's range. Where the "
+               "paper's value is not a range, it is written out. The table below links each row to its evidence.")
+    figure = tp.render_spec(figures.scoreboard(claims.scoreboard_points(board)).to_dict())["text/html"]
+    table = board.html(evidence_labels=_evidence_labels(app, docname, board))
     for node in nodes_here:
-        node.replace_self(nodes.raw("", figure + board._repr_html_() + sources, format="html"))
+        node.replace_self(nodes.raw("", figure + f'<div class="tokendyn-scroll">{table}</div>' + sources,
+                                    format="html"))
+
+
+def _evidence_labels(app: Sphinx, docname: str, board: Table) -> dict[str, str]:
+    """Each scoreboard row's ``evidence`` link (``<chapter>.html#<section id>``) named by the
+    chapter's title (up to its colon) and the section's heading, as the built chapter page shows
+    them. A link whose chapter or section the book lacks is a build warning, so that a renamed
+    heading cannot leave the scoreboard pointing nowhere: update ``Claim.evidence`` in
+    ``tokendyn/claims.py``."""
+    from sphinx.util import logging
+
+    from tokendyn.plotting import pretty
+
+    log = logging.getLogger(__name__)
+    here = Path(docname).parent
+    labels: dict[str, str] = {}
+    for row in board.rows:
+        link = row.get("evidence", "")
+        if not link or link in labels:
+            continue
+        page, _, section_id = link.partition("#")
+        target = (here / page).with_suffix("").as_posix()
+        if target not in app.env.all_docs:
+            log.warning(f"scoreboard: claim {row['id']} links to {link}, but the book has no page {target}",
+                        location=docname)
+            continue
+        found = [s for s in app.env.get_doctree(target).findall(nodes.section) if section_id in s["ids"]]
+        if not found:
+            log.warning(f"scoreboard: claim {row['id']} links to {link}, but {target} has no section with that "
+                        "id: set Claim.evidence in tokendyn/claims.py to one of its section ids", location=docname)
+            continue
+        chapter = app.env.titles[target].astext().split(":")[0]
+        # a heading's maths reads as text here: $\tau^*$ -> τ*
+        section = re.sub(r"[\\^{}]", "", pretty(found[0][0].astext()))
+        labels[link] = f"{chapter} › {section}"
+    return labels
 
 
 def _markdown(doc: str) -> str:

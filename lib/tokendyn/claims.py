@@ -6,14 +6,15 @@ with its interval, what it rests on, and a verdict that a tested rule of :mod:`t
 computed from that number (a chapter never types one). The findings go into the chapter's results
 JSON (:func:`tokendyn.results.save`), the chapter's "claims at a glance" table (:func:`table`) and
 the book's scoreboard (:func:`scoreboard`), each with the rule's name linked to its docstring on
-the book's "Verdict rules" page.
+the book's "Verdict rules" page; each scoreboard row also links to the section of the chapter page
+that holds the claim's evidence (:func:`evidence_link`).
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -24,43 +25,56 @@ from .verdicts import WORDS, Verdict
 
 VERDICTS = WORDS
 RULES_PAGE = "appendix_rules.html"
+CLAIMS_AT_A_GLANCE = "claims-at-a-glance"
+"""The id of the section that opens every chapter page with its claims table."""
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of a paper: its number, the paper (1 or 2), the chapter that tests it, the figure."""
+    """One claim of a paper: its number, the paper (1 or 2), the chapter that tests it, the claim,
+    the paper's value, and ``evidence``: the id of the section of the chapter's page that measures
+    it (the id Sphinx makes from the section's heading), which the scoreboard links to."""
 
     id: int
     paper: int
     chapter: str
     text: str
     paper_value: str
+    evidence: str
 
 
 CLAIMS: dict[int, Claim] = {c.id: c for c in (
     Claim(1, 1, "02_rectangle_test", "MLM conditionals are incompatible: mean rectangle delta (BERT, RoBERTa, ModernBERT)",
-          "delta in [0.64, 0.80]"),
-    Claim(2, 1, "02_rectangle_test", "An autoregressive LM's conditionals are compatible (GPT-2)", "delta = 0"),
-    Claim(3, 1, "02_rectangle_test", "Incompatibility persists across model size", "persists"),
+          "delta in [0.64, 0.80]", "the-masked-lms"),
+    Claim(2, 1, "02_rectangle_test", "An autoregressive LM's conditionals are compatible (GPT-2)", "delta = 0",
+          "controls"),
+    Claim(3, 1, "02_rectangle_test", "Incompatibility persists across model size", "persists",
+          "delta-against-size-a-ladder-from-14m-to-110m-parameters"),
     Claim(4, 1, "03_phase_transition", "High temperature mixes fast: times scale as C(tau) n log n",
-          "O(n log n) for tau >~ 1"),
-    Claim(5, 1, "03_phase_transition", "Slow-to-fast crossover temperature, rising with n", "tau* ~ 1.5-2"),
+          "O(n log n) for tau >~ 1", "the-shape-of-the-law-over-four-lengths"),
+    Claim(5, 1, "03_phase_transition", "Slow-to-fast crossover temperature, rising with n", "tau* ~ 1.5-2",
+          "tau-against-the-mixing-threshold"),
     Claim(6, 1, "04_basins", "Low temperature: metastable traps hold chains for thousands of steps",
-          "1000s of steps"),
-    Claim(7, 1, "04_basins", "Semantic basins: perfect and approximate traps, repetition basins", "observed"),
-    Claim(8, 1, "04_basins", "Political content is a recurrent attractor", "observed"),
-    Claim(9, 2, "05_tube_law", "Tube law: terminal flip rate linear in s, one curve across K", "one curve, linear"),
+          "1000s of steps", "perfect-traps-and-the-exp-1-tau-law"),
+    Claim(7, 1, "04_basins", "Semantic basins: perfect and approximate traps, repetition basins", "observed",
+          "a-trap-census"),
+    Claim(8, 1, "04_basins", "Political content is a recurrent attractor", "observed", "the-political-attractor"),
+    Claim(9, 2, "05_tube_law", "Tube law: terminal flip rate linear in s, one curve across K", "one curve, linear",
+          "oracle-roll-in-on-text-flip-rate-against-s"),
     Claim(10, 2, "05_tube_law", "Structured residual flips far more tokens than isotropic of the same norm",
-          "10-33x"),
-    Claim(11, 2, "05_tube_law", "Terminal flip rate of the oracle roll-in, K = 4, 8, 16", "12-41%"),
-    Claim(12, 2, "06_dabi_cci", "DABI: image decoders ~1, text decoders far above", "~1 vs 5e2 to >1e5"),
+          "10-33x", "the-terminal-step-on-every-held-out-window-both-text-models"),
+    Claim(11, 2, "05_tube_law", "Terminal flip rate of the oracle roll-in, K = 4, 8, 16", "12-41%",
+          "the-terminal-step-on-every-held-out-window-both-text-models"),
+    Claim(12, 2, "06_dabi_cci", "DABI: image decoders ~1, text decoders far above", "~1 vs 5e2 to >1e5",
+          "dabi-of-the-text-decoders"),
     Claim(13, 2, "07_escapes", "Removing hard commitment collapses AR / masked-diffusion generation",
-          "collapse, repetition"),
+          "collapse, repetition", "the-commitment-ablation"),
     Claim(14, 2, "07_escapes", "Stochastic re-injection: SDE beats the deterministic ODE at K = 4",
-          "PPL 294 (ODE) vs 50 (SDE)"),
+          "PPL 294 (ODE) vs 50 (SDE)", "stochastic-re-injection-the-ode-against-the-sde-on-one-checkpoint"),
     Claim(15, 2, "07_escapes", "Decoder interventions (smoothing, max-margin, MLP readout) do not recover flips",
-          "no recovery"),
-    Claim(16, 2, "06_dabi_cci", "CCI: continuous flow 0, autoregressive and masked diffusion 1", "0 vs 1"),
+          "no recovery", "decoder-interventions-do-not-recover-flipped-tokens"),
+    Claim(16, 2, "06_dabi_cci", "CCI: continuous flow 0, autoregressive and masked diffusion 1", "0 vs 1",
+          "cci-each-sampler-s-own-trajectory"),
 )}
 
 
@@ -139,10 +153,25 @@ class Table:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        return self.html()
+
+    def html(self, evidence_labels: Mapping[str, str] | None = None) -> str:
+        """The table as HTML. A row with an ``evidence`` link (the scoreboard's rows,
+        :func:`scoreboard_from`) shows it under the claim, named by ``evidence_labels[link]`` (the
+        book's build names each by its chapter and section) or else by the link itself."""
         from .plotting import pretty
+
+        labels = evidence_labels or {}
 
         def esc(v: str) -> str:
             return html.escape(pretty(v))
+
+        def claim_cell(r: dict[str, str]) -> str:
+            link = r.get("evidence", "")
+            if not link:
+                return f"<td>{esc(r['text'])}</td>"
+            return (f'<td>{esc(r["text"])}<a class="tokendyn-evidence" href="{html.escape(link)}">'
+                    f"evidence: {html.escape(labels.get(link, link))}</a></td>")
 
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
         body = []
@@ -159,7 +188,7 @@ class Table:
             details = (f'<details class="tokendyn-details"><summary>details</summary>{"".join(more)}</details>'
                        if more else "")
             rule = r.get("rule", "")
-            cells = [f"<td>{html.escape(r['id'])}</td>", f"<td>{esc(r['text'])}</td>", f"<td>{esc(r['paper'])}</td>",
+            cells = [f"<td>{html.escape(r['id'])}</td>", claim_cell(r), f"<td>{esc(r['paper'])}</td>",
                      f'<td><span class="tokendyn-headline">{esc(headline)}</span>{details}</td>',
                      f'<td class="{cls}"><strong>{html.escape(r["verdict"])}</strong></td>',
                      f'<td><a href="{RULES_PAGE}#rule-{html.escape(rule)}" title="{html.escape(r.get("reason", ""))}">'
@@ -169,11 +198,9 @@ class Table:
                 f'<tbody>{"".join(body)}</tbody></table>')
 
 
-# The paper's numeric ranges, for the scoreboard's figure (claims whose paper value is a range).
-PAPER_RANGES: dict[int, tuple[float, float]] = {1: (0.64, 0.80), 5: (1.5, 2.0), 10: (10.0, 33.0), 11: (0.12, 0.41)}
-
 _NUM = r"(-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)"
 _INTERVAL = re.compile(_NUM + r"(%?)\s*\[" + _NUM + r"%?,\s*" + _NUM + r"%?\]")
+_RANGE = re.compile(r"\[" + _NUM + r"(%?),\s*" + _NUM + r"%?\]|" + _NUM + r"\s*-\s*" + _NUM + r"(%?)")
 
 
 def intervals_in(text: str) -> list[tuple[str, float, float, float]]:
@@ -190,18 +217,50 @@ def intervals_in(text: str) -> list[tuple[str, float, float, float]]:
     return out
 
 
+def paper_range(text: str) -> tuple[float, float] | None:
+    """The range a paper value states, as ``[lo, hi]`` or ``lo-hi`` (``12-41%`` as fractions), or
+    None when it states none (``persists``, ``PPL 294 (ODE) vs 50 (SDE)``)."""
+    m = _RANGE.search(text)
+    if not m:
+        return None
+    lo, pct, hi = (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(4), m.group(6), m.group(5))
+    scale = 0.01 if pct == "%" else 1.0
+    return float(lo.replace(",", "")) * scale, float(hi.replace(",", "")) * scale
+
+
 def scoreboard_points(table: Table) -> list[dict[str, Any]]:
-    """The scoreboard figure's data: for each claim in :data:`PAPER_RANGES`, each number with an
-    interval in its rows (``ours``), beside the paper's range, with the row's verdict."""
+    """The scoreboard figure's data: every claims row of ``table`` (:func:`scoreboard_from`), so
+    every claim shows, each entry with the same keys.
+
+    Where the row's paper value is a positive range (:func:`paper_range`) and its ``ours`` holds
+    positive numbers with intervals (:func:`intervals_in`), each number is one entry with
+    ``compared`` true: ``label``, ``value``, ``lo``, ``hi``, the range (``paper_lo``, ``paper_hi``),
+    and each divided by the range's geometric middle (``ratio``, ``ratio_lo``, ``ratio_hi``,
+    ``band_lo``, ``band_hi``: one log axis for every claim, 1 the paper's middle). Any other row is
+    one entry with ``compared`` false and the numbers None. Every entry has ``claim`` ("<id>. <text>",
+    with the chapter when a claim has rows from several), ``order``, ``verdict``, ``paper`` and
+    ``evidence``."""
+    rows = [r for r in table.rows if r["id"].isdigit()]
+    per_claim = {r["id"]: sum(o["id"] == r["id"] for o in rows) for r in rows}
+    numbers = ("label", "value", "lo", "hi", "paper_lo", "paper_hi", "ratio", "ratio_lo", "ratio_hi", "band_lo",
+               "band_hi")
     pts = []
-    for r in table.rows:
-        cid = int(r["id"]) if r["id"].isdigit() else None
-        if cid not in PAPER_RANGES:
+    for r in rows:
+        claim = f"{r['id']}. {r['text']}" + (f" ({r['chapter']})" if per_claim[r["id"]] > 1 else "")
+        common = {"claim": claim, "order": int(r["id"]), "verdict": r["verdict"], "paper": r["paper"],
+                  "evidence": r.get("evidence", "")}
+        paper = paper_range(r["paper"])
+        ours = [(label, v, lo, hi) for label, v, lo, hi in intervals_in(r["ours"]) if lo > 0] \
+            if paper and paper[0] > 0 else []
+        if not ours:
+            pts.append({**common, "compared": False, **dict.fromkeys(numbers)})
             continue
-        lo_p, hi_p = PAPER_RANGES[cid]
-        for label, v, lo, hi in intervals_in(r["ours"]):
-            pts.append({"claim": f"{cid}. {CLAIMS[cid].text}", "order": cid, "label": label or r["chapter"], "value": v,
-                        "lo": lo, "hi": hi, "paper_lo": lo_p, "paper_hi": hi_p, "verdict": r["verdict"]})
+        lo_p, hi_p = paper
+        middle = (lo_p * hi_p) ** 0.5
+        for label, v, lo, hi in ours:
+            pts.append({**common, "compared": True, "label": label or r["chapter"], "value": v, "lo": lo, "hi": hi,
+                        "paper_lo": lo_p, "paper_hi": hi_p, "ratio": v / middle, "ratio_lo": lo / middle,
+                        "ratio_hi": hi / middle, "band_lo": lo_p / middle, "band_hi": hi_p / middle})
     return pts
 
 
@@ -246,6 +305,14 @@ def records_in(results_dir: str | Path) -> list[dict[str, Any]]:
     return records
 
 
+def evidence_link(claim: int, chapter: str) -> str:
+    """Where the book shows the evidence for ``claim`` measured by ``chapter``, relative to a page
+    beside the chapters: the section of :attr:`Claim.evidence` on the claim's own chapter page, or
+    the claims table at the top (:data:`CLAIMS_AT_A_GLANCE`) of another chapter that measured it."""
+    c = CLAIMS[claim]
+    return f"{chapter}.html#{c.evidence if chapter == c.chapter else CLAIMS_AT_A_GLANCE}"
+
+
 def scoreboard(results_dir: str | Path) -> Table:
     """All sixteen claims, each with every finding that a chapter's results JSON in ``results_dir``
     records (:func:`records_in`)."""
@@ -256,7 +323,8 @@ def scoreboard_from(records: list[dict[str, Any]]) -> Table:
     """All sixteen claims, each with every finding that one of ``records`` (results records, as
     :func:`tokendyn.results.save` writes them) holds for it.
 
-    A claim that no record measures shows as "not yet measured", with the chapter that will.
+    A claim that no record measures shows as "not yet measured", with the chapter that will. Every
+    row has an ``evidence`` link (:func:`evidence_link`).
     """
     found: dict[int, list[dict[str, str]]] = {}
     for record in records:
@@ -264,6 +332,7 @@ def scoreboard_from(records: list[dict[str, Any]]) -> Table:
             if isinstance(f.get("claim"), int) and f["claim"] in CLAIMS:
                 row = _row(f)
                 row["chapter"] = record.get("chapter", "")
+                row["evidence"] = evidence_link(f["claim"], row["chapter"])
                 found.setdefault(f["claim"], []).append(row)
     rows = []
     for cid, c in CLAIMS.items():
@@ -274,5 +343,6 @@ def scoreboard_from(records: list[dict[str, Any]]) -> Table:
         if cid not in found:
             rows.append({"id": str(cid), "text": c.text, "paper": c.paper_value, "ours": "-",
                          "basis": f"no results from {c.chapter}", "verdict": "not yet measured",
-                         "chapter": c.chapter, "rule": "", "reason": "", "headline": ""})
+                         "chapter": c.chapter, "rule": "", "reason": "", "headline": "",
+                         "evidence": evidence_link(cid, c.chapter)})
     return Table(rows)
