@@ -110,3 +110,27 @@ def test_record_mechanism_map_resumes_and_names_bad_input(tmp_path, monkeypatch)
         rm.main(["--sigma", "0"])
     with pytest.raises(SystemExit, match="--K"):
         rm.main(["--K", "a"])
+
+
+def test_by_mixture_groups_recorded_rows_for_the_rule():
+    cells = list(mechanism.mechanism_map([8], [4], [2.0], [0.5], [1, 4, 8], windows=4, length=8, seed=0, n_boot=100))
+    rows = [c.row() for c in cells]
+    got = mechanism.by_mixture(rows, n=4, ks=(4, 8))
+    assert list(got) == ["d=8, M=4, sigma=0.5, spacing=2"] and sorted(got["d=8, M=4, sigma=0.5, spacing=2"]) == [4, 8]
+    ratio, flips = got["d=8, M=4, sigma=0.5, spacing=2"][4]
+    assert ratio.value == cells[1].ratio.value and flips.lo == cells[1].flips.lo and ratio.n == 4
+
+
+def test_mechanism_figures_leave_out_lower_bounds_and_draw_our_latents():
+    import pandas as pd
+    from tokendyn import figures
+    cells = pd.DataFrame([{"K": 4, "flips": 0.2, "isotropic": 0.01, "ratio": 20.0, "separation": 10.0, "d": 64, "M": 256,
+                           "sigma": 0.1, "spacing": 1.0},
+                          {"K": 4, "flips": 0.05, "isotropic": 0.0, "ratio": 51.0, "separation": 40.0, "d": 64, "M": 256,
+                           "sigma": 0.05, "spacing": 2.0}])
+    placed = pd.DataFrame([{"generator": "flow", "K": 4, "flips": 0.11, "ratio": 2.5}])
+    spec = figures.mechanism_placement(cells, placed).to_dict()
+    drawn = [rows for rows in spec["datasets"].values() if rows and "separation" in rows[0]]
+    assert len(drawn) == 1 and [r["ratio"] for r in drawn[0]] == [20.0]     # the lower bound is not drawn
+    sep = figures.mechanism_separation(cells, {"contextual": 44.0}).to_dict()
+    assert any(rows and rows[0].get("latents") == "contextual" for rows in sep["datasets"].values())

@@ -33,6 +33,8 @@ JUDGED: dict[str, tuple[str, ...]] = {
     "runs/03_phase_transition-shape.json": ("claim_4",),
     "runs/07_escapes-ode-sde.json": ("claim_14",),
     "runs/07_escapes-readouts.json": ("claim_15",),
+    "runs/05_tube_law-mechanism-map.json": ("exact_generator_regime",),
+    "runs/04_basins-basin-dwell.json": ("claim_6",),
 }
 
 # Recorded runs whose claims' rules were written or changed after them (judged, but not pre-registered).

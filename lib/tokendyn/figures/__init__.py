@@ -4,7 +4,7 @@ A chapter's chart cell is its caption (:func:`tokendyn.plotting.caption`, narrat
 chapter) and one call here. Modules are named by concept, not by chapter.
 """
 
-from .basins import (arrhenius_collapse, arrhenius_lines, corpus_ablation, dwell_law, dwell_vs_geometric, embedding_paths,
+from .basins import (arrhenius_collapse, arrhenius_lines, basin_vs_exact, corpus_ablation, dwell_law, dwell_vs_geometric, embedding_paths,
                      group_boxplot, path_explorer, region_time, repetition_paths, trap_depth, trap_dwells)
 from .dabi import dabi_curves, flip_contrast, taxonomy
 from .drift import drift_panels
@@ -21,11 +21,11 @@ from .rectangles import (arnold_press, delta_by_gap, delta_controls, delta_distr
 from .scaling import crossover_vs_budget, ratio_vs_tau, scaling_ratios
 from .sites import site_entropy
 from .size import size_ladder
-from .tube import (cliff, generation_perplexity, generator_ladder, image_rollin, residual_aim, residual_direction,
-                   rollin_flips, terminal_flips, terminal_intervals, tube_mass, tube_prediction)
+from .tube import (cliff, generation_perplexity, generator_ladder, image_rollin, mechanism_placement, mechanism_separation,
+                   residual_aim, residual_direction, rollin_flips, terminal_flips, terminal_intervals, tube_mass, tube_prediction)
 
 __all__ = ["residual_aim", "scoreboard", "ablation_panels", "interface_scaling", "intervention_flips", "ode_sde_curves", "ode_sde_ladder",
-           "arrhenius_collapse", "arrhenius_lines", "corpus_ablation", "dwell_law", "dwell_vs_geometric", "embedding_paths",
+           "arrhenius_collapse", "arrhenius_lines", "basin_vs_exact", "corpus_ablation", "dwell_law", "dwell_vs_geometric", "embedding_paths",
            "group_boxplot", "path_explorer", "region_time", "repetition_paths", "trap_depth", "trap_dwells",
            "dabi_curves", "flip_contrast", "taxonomy", "drift_panels", "topic_map", "topic_similarity", "influence_curves", "influence_matrix",
            "coupling_anchor", "distance_to_stationarity", "dwell_survival", "paired_survival",
@@ -33,5 +33,5 @@ __all__ = ["residual_aim", "scoreboard", "ablation_panels", "interface_scaling",
            "step_rate_rounds", "step_rate_scaling", "cloze_scores", "register_scores", "arnold_press", "delta_by_gap", "delta_controls",
            "delta_distribution", "delta_intervals", "delta_vs_depth", "delta_vs_size", "delta_vs_tau", "paired_deltas", "crossover_vs_budget",
            "scaling_ratios", "ratio_vs_tau", "site_entropy", "size_ladder", "cliff", "generation_perplexity", "image_rollin",
-           "generator_ladder", "residual_direction", "rollin_flips", "terminal_flips", "terminal_intervals", "tube_mass",
+           "generator_ladder", "mechanism_placement", "mechanism_separation", "residual_direction", "rollin_flips", "terminal_flips", "terminal_intervals", "tube_mass",
            "tube_prediction"]

@@ -12,7 +12,8 @@ import pandas as pd
 from ._style import need_columns
 
 __all__ = ["tube_mass", "rollin_flips", "tube_prediction", "residual_direction", "terminal_flips", "terminal_intervals",
-           "image_rollin", "cliff", "generation_perplexity", "residual_aim", "generator_ladder"]
+           "image_rollin", "cliff", "generation_perplexity", "residual_aim", "generator_ladder", "mechanism_placement",
+           "mechanism_separation"]
 
 S_START = alt.X("s_start:Q", scale=alt.Scale(type="log"), title="s(t0), the roll-in's noise scale")
 
@@ -214,3 +215,56 @@ def generator_ladder(ladder: pd.DataFrame, k: int, flips_band: tuple[float, floa
         panel("ratio", "ratio_lo", "ratio_hi", "structured / isotropic (log)", ratio_band, True, None),
     ).properties(title=f"The generator ladder at K = {k}: aim, flips and their ratio against the flow loss "
                        "(orange: the paper's range)")
+
+
+def mechanism_placement(cells: pd.DataFrame, placed: pd.DataFrame, *, ratio_band: tuple[float, float] = (10.0, 33.0),
+                        flips_band: tuple[float, float] = (0.12, 0.41)) -> alt.LayerChart:
+    """Where the paper's numbers lie among exact generators: every map cell with an isotropic flip
+    (``cells``: columns ``K``, ``flips``, ``isotropic``, ``ratio``, ``separation``, ``d``, ``M``,
+    ``sigma``, ``spacing``; one point each, coloured by log10 of its separation; a cell with no
+    isotropic flip has only a lower bound on its ratio and is left out) on log axes of terminal flips and structured / isotropic
+    ratio, the paper's box (``flips_band`` x ``ratio_band``) shaded, and our generators on top
+    (``placed``: ``generator``, ``K``, ``flips``, ``ratio``; black marks, shaped by generator)."""
+    need_columns(cells, ["K", "flips", "isotropic", "ratio", "separation", "d", "M", "sigma", "spacing"], "cells")
+    need_columns(placed, ["generator", "K", "flips", "ratio"], "placed")
+    # a cell with no isotropic flip has only a lower bound on its ratio: left out
+    c = cells[(cells["flips"] > 0) & (cells["isotropic"] > 0)].assign(log10_separation=lambda f: np.log10(f["separation"]))
+    x = alt.X("flips:Q", title="terminal flip rate (log)", scale=alt.Scale(type="log", domain=[1e-3, 1]),
+              axis=alt.Axis(values=[0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1], format="~g"))
+    y = alt.Y("ratio:Q", title="structured / isotropic flips (log)", scale=alt.Scale(type="log", domain=[0.3, 1000]),
+              axis=alt.Axis(values=[0.3, 1, 3, 10, 30, 100, 300, 1000], format="~g"))
+    box = pd.DataFrame({"x": [flips_band[0]], "x2": [flips_band[1]], "y": [ratio_band[0]], "y2": [ratio_band[1]]})
+    return alt.layer(
+        alt.Chart(box).mark_rect(color="orange", opacity=0.2).encode(x="x:Q", x2="x2:Q", y="y:Q", y2="y2:Q"),
+        alt.Chart(c).mark_circle(size=22, opacity=0.55).encode(
+            x=x, y=y, color=alt.Color("log10_separation:Q", title="log10 spacing / sigma", scale=alt.Scale(scheme="viridis")),
+            tooltip=["d", "M", "sigma", "spacing", "K", "flips", "ratio", "separation"]),
+        alt.Chart(placed).mark_point(size=90, filled=True, color="black").encode(
+            x=x, y=y, shape=alt.Shape("generator:N", title=None, legend=alt.Legend(orient="bottom", columns=1, labelLimit=400)),
+            tooltip=["generator", "K", "flips", "ratio"]),
+    ).properties(width=420, height=320, title="Exact generators (dots), ours (black) and the paper's box")
+
+
+def mechanism_separation(cells: pd.DataFrame, ours: Mapping[str, float], *,
+                         flips_band: tuple[float, float] = (0.12, 0.41),
+                         ratio_band: tuple[float, float] = (10.0, 33.0)) -> alt.LayerChart:
+    """What sets the ratio: the map's cells whose flip rate lies in ``flips_band``, their
+    structured / isotropic ratio (log) against their separation ``spacing / sigma`` (log), coloured
+    by ``d``, the paper's ratio band shaded, and a vertical rule at each latent space of ``ours``
+    (name -> its measured separation, :func:`tokendyn.latent.mechanism.latent_separation`)."""
+    need_columns(cells, ["K", "flips", "ratio", "separation", "d"], "cells")
+    c = cells[(cells["flips"] >= flips_band[0]) & (cells["flips"] <= flips_band[1]) & (cells["ratio"] > 0)]
+    x = alt.X("separation:Q", title="separation: spacing / sigma (log)", scale=alt.Scale(type="log"),
+              axis=alt.Axis(values=[0.3, 1, 3, 10, 30, 100, 300, 1000], format="~g"))
+    band = pd.DataFrame({"y": [ratio_band[0]], "y2": [ratio_band[1]]})
+    rules = pd.DataFrame({"latents": list(ours), "separation": list(ours.values())})
+    return alt.layer(
+        alt.Chart(band).mark_rect(color="orange", opacity=0.2).encode(y="y:Q", y2="y2:Q"),
+        alt.Chart(c).mark_point(size=40, filled=True, opacity=0.7).encode(
+            x=x, y=alt.Y("ratio:Q", title="structured / isotropic flips (log)", scale=alt.Scale(type="log")),
+            color=alt.Color("d:O", title="d"), shape=alt.Shape("K:O", title="K"),
+            tooltip=["d", "M", "sigma", "spacing", "K", "flips", "ratio"]),
+        alt.Chart(rules).mark_rule(strokeDash=[4, 3], color="black").encode(x="separation:Q", tooltip=["latents", "separation"]),
+        alt.Chart(rules).mark_text(angle=270, align="left", dx=4, dy=-4, fontSize=10).encode(
+            x="separation:Q", y=alt.value(8), text="latents:N"),
+    ).properties(width=420, height=280, title="Cells with the paper's flip rates: ratio against separation")

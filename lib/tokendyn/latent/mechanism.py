@@ -32,8 +32,9 @@ Shapes: ``B`` sequences (windows) of ``L`` tokens, latents ``[B, L, d]``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -47,7 +48,7 @@ from .samplers import terminal_start
 from .tube import isotropic_like, sequence_bootstrap
 
 __all__ = ["BIMODAL_TOP2", "BIMODAL_EACH", "PAPER_RATIO", "PAPER_FLIPS", "MapCell", "map_cell", "mechanism_map",
-           "latent_separation", "paper_regime"]
+           "latent_separation", "mixture_label", "by_mixture", "paper_regime"]
 
 BIMODAL_TOP2 = 0.8   # a token's posterior is split when its two largest responsibilities sum to this ...
 BIMODAL_EACH = 0.2   # ... and the second is at least this
@@ -203,6 +204,24 @@ def latent_separation(x1: torch.Tensor, ids: torch.Tensor, *, min_count: int = 2
     k = len(m)
     spacing = float(d2.sum() / (k * (k - 1))) ** 0.5
     return spacing, spread, k
+
+
+def mixture_label(row: Mapping[str, Any]) -> str:
+    """The name of a map row's mixture: ``"d=64, M=256, sigma=0.1, spacing=2"``."""
+    return f"d={row['d']}, M={row['M']}, sigma={row['sigma']:g}, spacing={row['spacing']:g}"
+
+
+def by_mixture(rows: Sequence[Mapping[str, Any]], *, n: int, ks: Sequence[int] = (4, 8, 16)
+               ) -> dict[str, dict[int, tuple[Estimate, Estimate]]]:
+    """A recorded map's rows (:meth:`MapCell.row`) as ``verdicts.exact_generator_regime`` reads
+    them: mixture label (:func:`mixture_label`) -> ``{K: (ratio, flips)}`` for ``K`` in ``ks``,
+    each an Estimate over ``n`` sequences."""
+    out: dict[str, dict[int, tuple[Estimate, Estimate]]] = {}
+    for r in rows:
+        if int(r["K"]) in ks:
+            out.setdefault(mixture_label(r), {})[int(r["K"])] = (Estimate.from_columns(r, "ratio", n=n),
+                                                                 Estimate.from_columns(r, "flips", n=n))
+    return out
 
 
 def paper_regime(cell: MapCell) -> bool:
