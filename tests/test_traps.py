@@ -422,3 +422,13 @@ def test_first_exit_times_on_a_handmade_trajectory():
     assert t.tolist() == [2, 3] and exited.tolist() == [True, False]
     torch.testing.assert_close(traps.geometric_survival(0.5, torch.tensor([0, 1, 2])),
                                torch.tensor([1.0, 0.5, 0.25], dtype=torch.float64))
+
+
+def test_basin_vs_exact_draws_one_panel_per_temperature_with_lower_bounds_hollow():
+    import pandas as pd
+    from tokendyn.figures import basins
+    df = pd.DataFrame([{"model": "m", "tau": t, "trap": i, "exact dwell 1/q": 5.0 + i, "basin dwell": 20.0 * (i + 1),
+                        "censored": i == 1} for t in (0.5, 1.0) for i in range(2)])
+    spec = basins.basin_vs_exact(df).to_dict()
+    assert len(spec["hconcat"]) == 2 and spec["hconcat"][0]["title"] == "tau = 0.5"
+    assert "condition" in spec["hconcat"][0]["layer"][0]["encoding"]["fill"]

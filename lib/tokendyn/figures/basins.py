@@ -112,27 +112,31 @@ def dwell_law(exact: pd.DataFrame, law: pd.DataFrame, *, mark: float = 1000.0) -
     return alt.hconcat(left, right).properties(title="The dwell law at low temperatures")
 
 
-def basin_vs_exact(traps: pd.DataFrame, *, mark: float = 1000.0) -> alt.FacetChart:
+def basin_vs_exact(traps: pd.DataFrame, *, mark: float = 1000.0) -> alt.HConcatChart:
     """Each trap's dwell in its basin against its exact-state dwell, log-log: ``traps`` has one row
     per (model, tau, trap) with ``exact dwell 1/q``, ``basin dwell`` (its chains' median exit time
     from the Hamming ball) and ``censored`` (the median is the watch's end, a lower bound: hollow).
     The dashed diagonal is "the basin holds no longer than the state"; the orange rule is ``mark``
-    steps. One panel per ``tau``."""
+    steps. One panel per ``tau``, side by side."""
     need_columns(traps, ["model", "tau", "trap", "exact dwell 1/q", "basin dwell", "censored"], "traps")
     hi = max(float(traps["basin dwell"].max()), mark) * 2
     scale = alt.Scale(type="log", domain=[1, hi])
     color = alt.Color("model:N", title=None, legend=alt.Legend(orient="bottom"))
     diag = pd.DataFrame({"x": [1.0, hi], "y": [1.0, hi]})
-    return alt.layer(
-        alt.Chart(traps).mark_point(size=30, opacity=0.7).encode(
-            x=alt.X("exact dwell 1/q:Q", title="exact-state dwell 1/q (steps)", scale=scale),
-            y=alt.Y("basin dwell:Q", title="basin dwell, median of its chains (steps)", scale=scale),
-            color=color, shape=alt.Shape("model:N", legend=None),
-            fill=alt.condition(alt.datum["censored"], alt.value("white"), color),
-            tooltip=["model", "tau", "trap", "exact dwell 1/q", "basin dwell", "censored"]),
-        alt.Chart(diag).mark_line(color="gray", strokeDash=[4, 3]).encode(x="x:Q", y="y:Q"),
-        alt.Chart(diag).transform_aggregate(n="count()").mark_rule(color="orange").encode(y=alt.datum(mark)),
-    ).properties(width=260, height=260).facet(column=alt.Column("tau:O", title="tau")).properties(
+
+    def panel(tau: float, d: pd.DataFrame) -> alt.LayerChart:
+        return alt.layer(
+            alt.Chart(d).mark_point(size=30, opacity=0.7).encode(
+                x=alt.X("exact dwell 1/q:Q", title="exact-state dwell 1/q (steps)", scale=scale),
+                y=alt.Y("basin dwell:Q", title="basin dwell, median of its chains (steps)", scale=scale),
+                color=color, shape=alt.Shape("model:N", legend=None),
+                fill=alt.condition(alt.datum["censored"], alt.value("white"), color),
+                tooltip=["model", "tau", "trap", "exact dwell 1/q", "basin dwell", "censored"]),
+            alt.Chart(diag).mark_line(color="gray", strokeDash=[4, 3]).encode(x="x:Q", y="y:Q"),
+            alt.Chart(pd.DataFrame({"y": [mark]})).mark_rule(color="orange").encode(y="y:Q"),
+        ).properties(width=240, height=240, title=f"tau = {tau:g}")
+
+    return alt.hconcat(*(panel(t, g) for t, g in traps.groupby("tau", sort=True))).properties(
         title="Dwell near a trap against dwell in it")
 
 
