@@ -121,14 +121,17 @@ def basin_vs_exact(traps: pd.DataFrame, *, mark: float = 1000.0) -> alt.HConcatC
     need_columns(traps, ["model", "tau", "trap", "exact dwell 1/q", "basin dwell", "censored"], "traps")
     hi = max(float(traps["basin dwell"].max()), mark) * 2
     scale = alt.Scale(type="log", domain=[1, hi])
+    ticks = [10.0 ** k for k in range(int(math.log10(hi)) + 1)]      # decades only: no colliding labels
     color = alt.Color("model:N", title=None, legend=alt.Legend(orient="bottom"))
     diag = pd.DataFrame({"x": [1.0, hi], "y": [1.0, hi]})
 
     def panel(tau: float, d: pd.DataFrame) -> alt.LayerChart:
         return alt.layer(
             alt.Chart(d).mark_point(size=30, opacity=0.7).encode(
-                x=alt.X("exact dwell 1/q:Q", title="exact-state dwell 1/q (steps)", scale=scale),
-                y=alt.Y("basin dwell:Q", title="basin dwell, median of its chains (steps)", scale=scale),
+                x=alt.X("exact dwell 1/q:Q", title="exact-state dwell 1/q (steps)", scale=scale,
+                        axis=alt.Axis(values=ticks, format="~s")),
+                y=alt.Y("basin dwell:Q", title="basin dwell, median of its chains (steps)", scale=scale,
+                        axis=alt.Axis(values=ticks, format="~s")),
                 color=color, shape=alt.Shape("model:N", legend=None),
                 fill=alt.condition(alt.datum["censored"], alt.value("white"), color),
                 tooltip=["model", "tau", "trap", "exact dwell 1/q", "basin dwell", "censored"]),
