@@ -546,7 +546,7 @@ def dwell_law(model: ConditionalModel, tokens: Tensor, logits: Tensor, taus: Seq
     """The dwell law in many traps at once: ``chains`` plain random-scan chains
     (:func:`tokendyn.glauber.sample`) start in each trap ``tokens`` ``[K, n]`` at each temperature
     of ``taus``, are watched up to ``steps`` steps, and their first exit times
-    (:func:`first_exit_times`) are compared with Geometric of the trap's exact ``q`` (from its
+    (:func:`basin_exit_times` with ``h = 0``) are compared with Geometric of the trap's exact ``q`` (from its
     ``logits`` ``[K, n, V]``) by :func:`dwell_check`.
 
     The exit times are :func:`basin_exit_times` with ``h = 0`` (seed ``seed + 1000 j`` at the

@@ -48,7 +48,7 @@ from .samplers import terminal_start
 from .tube import isotropic_like, sequence_bootstrap
 
 __all__ = ["BIMODAL_TOP2", "BIMODAL_EACH", "PAPER_RATIO", "PAPER_FLIPS", "MapCell", "map_cell", "mechanism_map",
-           "latent_separation", "mixture_label", "by_mixture", "paper_regime"]
+           "latent_separation", "mixture_label", "by_mixture"]
 
 BIMODAL_TOP2 = 0.8   # a token's posterior is split when its two largest responsibilities sum to this ...
 BIMODAL_EACH = 0.2   # ... and the second is at least this
@@ -222,8 +222,3 @@ def by_mixture(rows: Sequence[Mapping[str, Any]], *, n: int, ks: Sequence[int] =
             out.setdefault(mixture_label(r), {})[int(r["K"])] = (Estimate.from_columns(r, "ratio", n=n),
                                                                  Estimate.from_columns(r, "flips", n=n))
     return out
-
-
-def paper_regime(cell: MapCell) -> bool:
-    """Whether a cell's ratio and structured flip rate both lie in the paper's ranges (points)."""
-    return PAPER_RATIO[0] <= cell.ratio.value <= PAPER_RATIO[1] and PAPER_FLIPS[0] <= cell.flips.value <= PAPER_FLIPS[1]
