@@ -203,3 +203,66 @@ def test_repeated_words_scores_tautologies_not_plain_text():
         topics.repeated_words("one text")
     with pytest.raises(ValueError, match="min_letters"):
         topics.repeated_words(["x"], min_letters=0)
+
+
+REGIONS = ["health", "sports", "food", "science", "politics"]
+
+
+def test_region_shares_count_frames_after_the_start_and_none_in_no_region():
+    labels = torch.tensor([[4, 0], [4, -1], [0, -1], [4, 1], [-1, 1]])      # [T = 5, B = 2]
+    s = topics.region_shares(labels, 5)
+    assert torch.equal(s[0], torch.tensor([0.25, 0, 0, 0, 0.5], dtype=torch.float64))
+    assert torch.equal(s[1], torch.tensor([0, 0.5, 0, 0, 0], dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"labels must lie in \[-1, 4\]"):
+        topics.region_shares(torch.tensor([[0], [5]]), 5)
+    with pytest.raises(ValueError, match="labels must be an integer tensor"):
+        topics.region_shares(torch.zeros(1, 3, dtype=torch.long), 5)
+
+
+def test_excess_over_controls_by_hand():
+    shares = torch.tensor([[0.1, 0.2, 0.3, 0.0, 0.4],     # from health: politics 0.4 - mean(0.2, 0.3, 0.0)
+                           [0.0, 0.0, 0.0, 0.0, 1.0]], dtype=torch.float64)  # started in politics
+    ex = topics.excess_over_controls(shares, [0, 4], 4)
+    assert ex[0].item() == pytest.approx(0.4 - 0.5 / 3) and math.isnan(ex[1].item())
+    # a control (science) compared without the target: 0.0 - mean(0.2, 0.3)
+    assert topics.excess_over_controls(shares, [0, 4], 3, exclude=(4,))[0].item() == pytest.approx(-0.25)
+
+
+def _chains(pull: float, n: int, seed: int) -> tuple[torch.Tensor, list[str]]:
+    """Chains from health, sports and food whose every frame after the start lands in politics with
+    probability ``pull`` and otherwise in a uniform region (the start included)."""
+    g = torch.Generator().manual_seed(seed)
+    start = [REGIONS[i % 3] for i in range(n)]
+    t = 200
+    labels = torch.randint(0, 5, (t, n), generator=g)
+    labels[torch.rand(t, n, generator=g) < pull] = 4
+    labels[0] = torch.tensor([i % 3 for i in range(n)])
+    return labels, start
+
+
+def test_attractor_test_finds_a_pull_and_not_a_uniform_region():
+    labels, start = _chains(0.3, 90, 0)
+    r = topics.attractor_test(labels, start, REGIONS, seed=0)
+    # every frame: politics 0.3 + 0.7/5 = 0.44, any other region 0.14: the excess is 0.30
+    assert r.excess.lo < 0.30 < r.excess.hi and r.excess.lo > r.null.hi
+    assert abs(r.null.value) < 0.02 and r.null_region != "politics"
+    flat, start = _chains(0.0, 90, 1)
+    r0 = topics.attractor_test(flat, start, REGIONS, seed=0)
+    assert r0.excess.lo < 0 < r0.excess.hi and not r0.excess.lo > r0.null.hi
+    # the null is the largest control: a region the chains favour shows up as the null, not as the target's pull
+    big, start = _chains(0.0, 90, 2)
+    big[1:][torch.rand(big[1:].shape, generator=torch.Generator().manual_seed(3)) < 0.3] = 3   # science is big
+    rb = topics.attractor_test(big, start, REGIONS, seed=0)
+    assert rb.null_region == "science" and rb.null.lo > 0.2 and rb.excess.value < 0
+    with pytest.raises(ValueError, match="target"):
+        topics.attractor_test(labels, start, REGIONS, target="weather")
+
+
+def test_fluent_gate_by_hand():
+    real_nll = torch.arange(1.0, 101.0)                 # 95% quantile 95.05
+    real_rep = torch.zeros(100)
+    ok = topics.fluent(torch.tensor([50.0, 96.0, 50.0, 50.0]), torch.tensor([0.1, 0.1, 0.6, 0.1]),
+                       torch.tensor([0.0, 0.0, 0.0, 0.5]), real_nll=real_nll, real_repeats=real_rep)
+    assert ok.tolist() == [True, False, False, False]
+    with pytest.raises(ValueError, match="share one shape"):
+        topics.fluent(torch.zeros(2), torch.zeros(3), torch.zeros(2), real_nll=real_nll, real_repeats=real_rep)

@@ -24,6 +24,9 @@ RULE_CODE: dict[str, tuple[str, ...]] = {
     "claim_6": ("tokendyn/verdicts.py:claim_6", "tokendyn/traps.py:basin_dwell", "tokendyn/traps.py:basin_exit_times"),
     "exact_generator_regime": ("tokendyn/verdicts.py:exact_generator_regime", "tokendyn/latent/mechanism.py:map_cell",
                                "tokendyn/latent/tube.py:sequence_bootstrap"),
+    "claim_8": ("tokendyn/verdicts.py:claim_8", "tokendyn/topics.py:attractor_test",
+                "tokendyn/topics.py:excess_over_controls", "tokendyn/topics.py:region_shares",
+                "tokendyn/topics.py:fluent"),
     "claim_14": ("tokendyn/verdicts.py:claim_14", "tokendyn/evaluation/generation.py:entropy_matched_perplexity"),
     "claim_15": ("tokendyn/verdicts.py:claim_15",),
 }

@@ -41,7 +41,8 @@ from .stats import Estimate, wilson
 __all__ = ["TopicSplit", "topic_split", "content_length", "CentroidClassifier", "fit_centroids",
            "with_reject", "accuracy", "label_shares", "random_token_ids", "shuffled_words",
            "knn_similarity", "RegionVisits", "region_visits", "visit_summary", "median_entry",
-           "ar_nll", "repeated_words", "chain_explorer", "model_card", "NONE"]
+           "ar_nll", "repeated_words", "region_shares", "excess_over_controls",
+           "AttractorTest", "attractor_test", "fluent", "chain_explorer", "model_card", "NONE"]
 
 NONE = "none of these"
 
@@ -332,6 +333,119 @@ def visit_summary(v: RegionVisits, *, seed: int = 0, n_boot: int = 2000, level: 
     hi = reps[min(n_boot - 1, math.ceil((1 - a) * n_boot) - 1)]
     out["first_entry"] = Estimate(median_entry(fe), float(lo), float(hi), b, level)
     return out
+
+
+# --- the attractor statistic -------------------------------------------------------------------------
+
+def region_shares(labels: Tensor, n_regions: int) -> Tensor:
+    """Share of each chain's recorded frames after the start in each region: ``labels`` ``[T, B]``
+    (a region's index, or -1 for "none of these"), ``T >= 2`` -> ``[B, n_regions]`` float64."""
+    labels = torch.as_tensor(labels)
+    if labels.dim() != 2 or labels.shape[0] < 2 or labels.dtype.is_floating_point:
+        raise ValueError(f"labels must be an integer tensor [T >= 2, B], got {tuple(labels.shape)} {labels.dtype}")
+    check_range("n_regions", n_regions, 1, integer=True)
+    if bool(((labels < -1) | (labels >= n_regions)).any()):
+        raise ValueError(f"labels must lie in [-1, {n_regions - 1}] (-1: none of these)")
+    after = labels[1:]
+    return torch.stack([(after == k).double().mean(0) for k in range(n_regions)], 1)
+
+
+def excess_over_controls(shares: Tensor, start: Sequence[int], region: int, *, exclude: Sequence[int] = ()) -> Tensor:
+    """A region's pull on each chain: its share of the chain's time minus the mean share of the
+    regions the chain did not start in, other than ``region`` and the regions in ``exclude``.
+    ``shares`` ``[B, R]`` (:func:`region_shares`), ``start`` ``[B]`` start-region indices ->
+    ``[B]`` float64, nan for a chain that started in ``region`` (its own start is no pull)."""
+    shares = torch.as_tensor(shares, dtype=torch.float64)
+    b, r = shares.shape
+    start = torch.as_tensor(list(start), dtype=torch.long)
+    if start.shape != (b,):
+        raise ValueError(f"start must give one region per chain ({b}), got {tuple(start.shape)}")
+    check_range("region", region, 0, r - 1, integer=True)
+    out = torch.full((b,), math.nan, dtype=torch.float64)
+    for i in range(b):
+        s = int(start[i])
+        if s == region:
+            continue
+        others = [k for k in range(r) if k not in (s, region) and k not in exclude]
+        if not others:
+            raise ValueError(f"no control region left for chain {i}: {r} regions, start {s}, region {region}, "
+                             f"exclude {list(exclude)}")
+        out[i] = shares[i, region] - shares[i, others].mean()
+    return out
+
+
+@dataclass(frozen=True)
+class AttractorTest:
+    """:func:`attractor_test`'s result: the target's ``excess`` and the ``null`` (the same statistic
+    for the control region ``null_region`` with the largest mean), each a mean over chains with a
+    bootstrap interval, and the per-chain values behind them (``[B]``, nan where not defined)."""
+
+    target: str
+    excess: Estimate
+    null_region: str
+    null: Estimate
+    per_chain: Tensor
+    null_per_chain: Tensor
+
+
+def attractor_test(labels: Tensor, start: Sequence[str], regions: Sequence[str], target: str = "politics", *,
+                   seed: int = 0, n_boot: int = 2000) -> AttractorTest:
+    """Is ``target`` an attractor, or a region that label noise makes big? ``labels`` ``[T, B]``
+    (indices into ``regions``, -1 "none of these"; frame 0 the start) of chains that started in
+    the regions ``start`` (``B`` names).
+
+    The excess of the target is its share of a chain's time minus the mean share of the regions
+    the chain did not start in (:func:`excess_over_controls`). The null is the same statistic for
+    every other region, each over the chains that did not start in it and compared with the
+    regions that are neither the chain's start, nor itself, nor the target (so the target's pull
+    cannot lower a control's baseline): the control region with the largest mean excess is what a
+    region with no pull reaches by label noise and the classifier's geometry. Both are bootstrap
+    means over chains (:func:`tokendyn.stats.bootstrap` with ``seed``)."""
+    from .stats import bootstrap
+
+    regions = list(regions)
+    check_choice("target", target, regions)
+    for s in start:
+        check_choice("start", s, regions)
+    shares = region_shares(labels, len(regions))
+    if shares.shape[0] != len(start):
+        raise ValueError(f"start names {len(start)} chains, labels hold {shares.shape[0]}")
+    idx = [regions.index(s) for s in start]
+    k = regions.index(target)
+    ex = excess_over_controls(shares, idx, k)
+    nulls = {}
+    for j, name in enumerate(regions):
+        if j != k:
+            v = excess_over_controls(shares, idx, j, exclude=(k,))
+            if int((~v.isnan()).sum()) >= 2:
+                nulls[name] = v
+    if not nulls or int((~ex.isnan()).sum()) < 2:
+        raise ValueError("attractor_test needs at least two chains for the target and for a control region")
+    null_region = max(nulls, key=lambda n: float(nulls[n][~nulls[n].isnan()].mean()))
+    nv = nulls[null_region]
+    return AttractorTest(target, bootstrap(ex[~ex.isnan()].numpy(), seed=seed, n_boot=n_boot), null_region,
+                         bootstrap(nv[~nv.isnan()].numpy(), seed=seed, n_boot=n_boot), ex, nv)
+
+
+def fluent(nll: Tensor, dominance: Tensor, repeats: Tensor, *, real_nll: Tensor, real_repeats: Tensor,
+           keep: float = 0.95, repeat_share: float = 0.5) -> Tensor:
+    """Which texts pass the fluency gate -> ``[N]`` bool: per-token NLL under the AR judge
+    (:func:`ar_nll`) at most the ``keep`` quantile of real snippets' (``real_nll``), not a
+    repetition basin (``dominance`` below ``repeat_share``, :func:`tokendyn.traps.dominance` of the
+    text's tokens), and no more repeated longer words (:func:`repeated_words`) than the ``keep``
+    quantile of the real snippets' (``real_repeats``): a judge scores "x, also known as x, is x"
+    as likely text, since every repeat is predictable. All inputs ``[N]`` (real ones ``[M]``)."""
+    check_range("keep", keep, 0.0, 1.0, lo_open=True)
+    check_range("repeat_share", repeat_share, 0.0, 1.0, lo_open=True)
+    nll, dominance, repeats = (torch.as_tensor(x, dtype=torch.float64) for x in (nll, dominance, repeats))
+    if not nll.shape == dominance.shape == repeats.shape or nll.dim() != 1:
+        raise ValueError(f"nll, dominance and repeats must share one shape [N], got {tuple(nll.shape)}, "
+                         f"{tuple(dominance.shape)}, {tuple(repeats.shape)}")
+    if torch.as_tensor(real_nll).numel() < 1 or torch.as_tensor(real_repeats).numel() < 1:
+        raise ValueError("real_nll and real_repeats must hold at least one real snippet")
+    nll_limit = torch.quantile(torch.as_tensor(real_nll, dtype=torch.float64), keep)
+    word_limit = torch.quantile(torch.as_tensor(real_repeats, dtype=torch.float64), keep)
+    return (nll <= nll_limit) & (dominance < repeat_share) & (repeats <= word_limit)
 
 
 # --- fluency under an autoregressive LM -------------------------------------------------------

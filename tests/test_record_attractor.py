@@ -1,0 +1,61 @@
+"""scripts/record_attractor.py: a killed run resumes model by model, bad input fails before any
+compute, and the record carries its command, its reference row and provenance."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("record_attractor", ROOT / "scripts" / "record_attractor.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class FakeReference:
+    def __init__(self, args):
+        self.row = {"model": "reference", "role": "reference"}
+
+
+def test_record_attractor_resumes_per_model_and_records_its_command(tmp_path, monkeypatch):
+    ra = load_script()
+    monkeypatch.setattr(ra, "ROOT", tmp_path)
+    monkeypatch.setattr(ra, "Reference", FakeReference)
+    calls = []
+
+    def once(name, role, args, ref, taus, bf16):
+        calls.append((name, role, bf16))
+        if name == "b" and len(calls) == 2:
+            raise KeyboardInterrupt      # killed while the second model runs
+        return {"model": name, "role": role, "labels_gated": [[0], [4]], "cpu_seconds": 1.0, "wall_seconds": 1.0}
+
+    monkeypatch.setattr(ra, "chain_row", once)
+    out = tmp_path / "rec.json"
+    argv = ["--models", "a,b", "--ablation", "c", "--ablation-with", "b", "--bf16", "a", "--chains", "2",
+            "--steps", "20", "--embed-every", "10", "--segment", "10", "--out", str(out)]
+    with pytest.raises(KeyboardInterrupt):
+        ra.main(argv)
+    assert not out.exists() and len(list((tmp_path / "checkpoints" / "attractor").glob("a-*.json"))) == 1
+    assert ra.main(argv) == 0
+    assert calls == [("a", "claim", True), ("b", "claim", False), ("b", "claim", False), ("c", "ablation", False)]
+    rec = json.loads(out.read_text())
+    assert [r["model"] for r in rec["rows"]] == ["reference", "a", "b", "c"]
+    assert rec["kind"] == "long chains through topic regions"
+    assert "--models a,b --ablation c --ablation-with b --bf16 a" in rec["command"] and "--steps 20" in rec["command"]
+    assert rec["provenance"]["params"]["chains"] == 2 and "git_commit" in rec["provenance"]
+
+
+@pytest.mark.parametrize("argv, match", [(["--chains", "1"], "chains"), (["--taus", "0"], "tau"),
+                                         (["--steps", "0"], "steps"), (["--embed-every", "3"], "embed-every"),
+                                         (["--ablation-with", "x"], "ablation-with"), (["--bf16", "zz"], "bf16"),
+                                         (["--keep-real", "1"], "keep_real")])
+def test_record_attractor_names_a_bad_parameter_before_any_compute(argv, match, monkeypatch):
+    ra = load_script()
+    monkeypatch.setattr(ra, "Reference", lambda *a: pytest.fail("computed before checking"))
+    with pytest.raises((ValueError, SystemExit), match=match):
+        ra.main(argv)
