@@ -266,3 +266,49 @@ def test_fluent_gate_by_hand():
     assert ok.tolist() == [True, False, False, False]
     with pytest.raises(ValueError, match="share one shape"):
         topics.fluent(torch.zeros(2), torch.zeros(3), torch.zeros(2), real_nll=real_nll, real_repeats=real_rep)
+
+
+def test_attractor_vs_null_figure_greys_the_null_and_needs_its_columns():
+    import pandas as pd
+
+    from tokendyn.figures import basins
+
+    df = pd.DataFrame([{"model": "m", "tau": 1.0, "statistic": s, "value": v, "lo": v - 0.1, "hi": v + 0.1}
+                       for s, v in (("politics", 0.2), ("null: science", 0.01))])
+    spec = basins.attractor_vs_null(df).to_dict()
+    assert spec["spec"]["layer"][0]["encoding"]["color"]["scale"]["range"] == ["#c0392b", "#7f8c8d"]
+    kinds = {r["statistic"]: r["kind"] for r in spec["datasets"][next(iter(spec["datasets"]))]}
+    assert kinds == {"politics": "politics", "null: science": "null (largest control region)"}
+    with pytest.raises(ValueError, match="statistic"):
+        basins.attractor_vs_null(df.drop(columns="statistic"))
+
+
+def _record_rows(pulls: dict[str, float]) -> list[dict]:
+    rows = [{"model": "reference", "role": "reference", "regions": REGIONS, "real_fluent": {"fluent": 90, "n": 100}}]
+    for i, (name, pull) in enumerate(pulls.items()):
+        a, start = _chains(pull, 60, 0)          # the same seed: chain b of every model pairs
+        b, _ = _chains(pull, 60, 1)
+        rows.append({"model": name, "role": "ablation" if name == "without" else "claim", "steps": 200,
+                     "tau": [0.7] * 60 + [1.0] * 60, "start_topic": start + start,
+                     "labels_gated": torch.cat([a, b], 1).tolist(), "labels_argmax": torch.cat([a, b], 1).tolist(),
+                     "politics_fluency": {"fluent": 5 * (i + 1), "n": 50}})
+    return rows
+
+
+def test_attractor_run_reads_a_record_into_the_rules_inputs():
+    run = topics.attractor_run(_record_rows({"with": 0.3, "other": 0.2, "without": 0.0}), ablation_with="with")
+    assert run.models == ("with", "other") and run.ablation_models == ("with", "without")
+    assert run.chains == 60 and run.steps == 200
+    assert set(run.tests) == {(m, t, lab) for m in ("with", "other", "without") for t in (0.7, 1.0)
+                              for lab in ("gated", "argmax")}
+    r = run.tests[("with", 1.0, "gated")]
+    assert r.excess.lo > r.null.hi and r.excess.lo < 0.30 < r.excess.hi
+    # paired fall in politics share: 0.3 + 0.7 / 5 = 0.44 with, 1 / 5 without
+    assert run.ablation[1.0].lo < 0.24 < run.ablation[1.0].hi and run.ablation[0.7].lo > 0.15
+    assert (run.politics_fluent.value, run.politics_fluent.n) == (15 / 100, 100)   # claim models only, pooled
+    assert run.real_fluent.value == 0.9
+    assert len(run.figure_rows()) == 12 and {row["labels"] for row in run.rows()} == {"gated", "argmax"}
+    with pytest.raises(ValueError, match="ablation_with"):
+        topics.attractor_run(_record_rows({"with": 0.3, "without": 0.0}), ablation_with="other")
+    with pytest.raises(ValueError, match="reference row"):
+        topics.attractor_run(_record_rows({"with": 0.3})[1:])

@@ -26,7 +26,7 @@ RULE_CODE: dict[str, tuple[str, ...]] = {
                                "tokendyn/latent/tube.py:sequence_bootstrap"),
     "claim_8": ("tokendyn/verdicts.py:claim_8", "tokendyn/topics.py:attractor_test",
                 "tokendyn/topics.py:excess_over_controls", "tokendyn/topics.py:region_shares",
-                "tokendyn/topics.py:fluent"),
+                "tokendyn/topics.py:fluent", "tokendyn/topics.py:attractor_run"),
     "claim_14": ("tokendyn/verdicts.py:claim_14", "tokendyn/evaluation/generation.py:entropy_matched_perplexity"),
     "claim_15": ("tokendyn/verdicts.py:claim_15",),
 }

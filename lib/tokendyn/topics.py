@@ -42,7 +42,7 @@ __all__ = ["TopicSplit", "topic_split", "content_length", "CentroidClassifier", 
            "with_reject", "accuracy", "label_shares", "random_token_ids", "shuffled_words",
            "knn_similarity", "RegionVisits", "region_visits", "visit_summary", "median_entry",
            "ar_nll", "repeated_words", "region_shares", "excess_over_controls",
-           "AttractorTest", "attractor_test", "fluent", "chain_explorer", "model_card", "NONE"]
+           "AttractorTest", "attractor_test", "fluent", "AttractorRun", "attractor_run", "chain_explorer", "model_card", "NONE"]
 
 NONE = "none of these"
 
@@ -446,6 +446,97 @@ def fluent(nll: Tensor, dominance: Tensor, repeats: Tensor, *, real_nll: Tensor,
     nll_limit = torch.quantile(torch.as_tensor(real_nll, dtype=torch.float64), keep)
     word_limit = torch.quantile(torch.as_tensor(real_repeats, dtype=torch.float64), keep)
     return (nll <= nll_limit) & (dominance < repeat_share) & (repeats <= word_limit)
+
+
+@dataclass(frozen=True)
+class AttractorRun:
+    """A recorded attractor run (``scripts/record_attractor.py``) read into what claim 8's rule
+    takes: ``tests`` ((model, tau, labels) -> :class:`AttractorTest`, labels "gated" or "argmax")
+    for the claim's models and the ablation's; ``politics_fluent``, the fluent share of the claim
+    models' sampled politics states pooled (Wilson; None when no state was labelled politics);
+    ``real_fluent``, the real held-out snippets'; ``ablation`` (tau -> the mean paired fall in
+    gated politics share, chain by chain, when political prose leaves the corpus: with minus
+    without, bootstrap); ``chains``, the fewest chains of a (model, tau); ``steps`` per chain."""
+
+    models: tuple[str, ...]
+    ablation_models: tuple[str, str] | None
+    tests: dict[tuple[str, float, str], AttractorTest]
+    politics_fluent: Estimate | None
+    real_fluent: Estimate
+    ablation: dict[float, Estimate]
+    chains: int
+    steps: int
+    dtypes: dict[str, str]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One table row per (model, tau, labels): the politics excess and the null, with intervals."""
+        return [{"model": m, "τ": f"{t:g}", "labels": lab, "politics excess [95% CI]": r.excess.fmt("+.3f"),
+                 "null region": r.null_region, "null [95% CI]": r.null.fmt("+.3f"),
+                 "above the null": "yes" if r.excess.lo > r.null.hi else "no", "chains": r.excess.n}
+                for (m, t, lab), r in self.tests.items()]
+
+    def figure_rows(self, labels: str = "gated") -> list[dict[str, Any]]:
+        """Rows for :func:`tokendyn.figures.basins.attractor_vs_null`."""
+        out = []
+        for (m, t, lab), r in self.tests.items():
+            if lab == labels:
+                out += [{"model": m, "tau": t, "statistic": r.target, "value": r.excess.value, "lo": r.excess.lo,
+                         "hi": r.excess.hi},
+                        {"model": m, "tau": t, "statistic": f"null: {r.null_region}", "value": r.null.value,
+                         "lo": r.null.lo, "hi": r.null.hi}]
+        return out
+
+
+def attractor_run(rows: Sequence[dict[str, Any]], *, ablation_with: str | None = None, seed: int = 0) -> AttractorRun:
+    """Read the rows of a recorded attractor run (its reference row, then one per model with
+    ``role`` "claim" or "ablation") into an :class:`AttractorRun`; ``ablation_with``: the claim
+    model the ablation's model is paired with (the record's ``--ablation-with``). Every statistic
+    is computed here from the label matrices (:func:`attractor_test`, seeded bootstraps)."""
+    from .stats import bootstrap
+
+    ref = next((r for r in rows if r.get("role") == "reference"), None)
+    if ref is None:
+        raise ValueError("the attractor record has no reference row (role 'reference')")
+    regions = list(ref["regions"])
+    pol = regions.index("politics")
+    tests: dict[tuple[str, float, str], AttractorTest] = {}
+    shares: dict[tuple[str, float], Tensor] = {}
+    claim, abl_model, chains, steps, fl, dtypes = [], None, [], set(), [0, 0], {}
+    for r in rows:
+        if r.get("role") not in ("claim", "ablation"):
+            continue
+        name = r["model"]
+        claim += [name] if r["role"] == "claim" else []
+        abl_model = name if r["role"] == "ablation" else abl_model
+        dtypes[name] = r.get("dtype", "float32")
+        steps.add(int(r["steps"]))
+        tau = torch.tensor(r["tau"], dtype=torch.float64)
+        for t in sorted(set(r["tau"])):
+            sel = (tau == t).nonzero().flatten()
+            start = [r["start_topic"][i] for i in sel.tolist()]
+            chains.append(len(start))
+            for lab in ("gated", "argmax"):
+                labels = torch.tensor(r[f"labels_{lab}"])[:, sel]
+                tests[(name, float(t), lab)] = attractor_test(labels, start, regions, seed=seed)
+                if lab == "gated":
+                    shares[(name, float(t))] = region_shares(labels, len(regions))[:, pol]
+        if r["role"] == "claim" and r.get("politics_fluency"):
+            fl[0] += int(r["politics_fluency"]["fluent"])
+            fl[1] += int(r["politics_fluency"]["n"])
+    if len(steps) != 1:
+        raise ValueError(f"the record's models ran different step counts {sorted(steps)}")
+    with_model = ablation_with
+    if abl_model is not None and with_model not in claim:
+        raise ValueError(f"ablation_with={with_model!r}: give the claim model the ablation pairs with, one of {claim}")
+    ablation = {}
+    if abl_model is not None:
+        for (m, t), v in shares.items():
+            if m == with_model and (abl_model, t) in shares:
+                ablation[t] = bootstrap((v - shares[(abl_model, t)]).numpy(), seed=seed)
+    real = ref["real_fluent"]
+    return AttractorRun(tuple(claim), (with_model, abl_model) if abl_model else None, tests,
+                        wilson(fl[0], fl[1]) if fl[1] else None, wilson(int(real["fluent"]), int(real["n"])),
+                        ablation, min(chains), steps.pop(), dtypes)
 
 
 # --- fluency under an autoregressive LM -------------------------------------------------------

@@ -20,7 +20,7 @@ from ._style import need_columns
 
 __all__ = ["arrhenius_lines", "arrhenius_collapse", "trap_depth", "dwell_vs_geometric", "trap_dwells",
            "repetition_paths", "region_time", "group_boxplot", "embedding_paths", "path_explorer",
-           "corpus_ablation", "dwell_law", "basin_vs_exact"]
+           "corpus_ablation", "dwell_law", "basin_vs_exact", "attractor_vs_null"]
 
 
 def arrhenius_lines(arr: pd.DataFrame) -> alt.FacetChart:
@@ -266,3 +266,23 @@ def corpus_ablation(abl: pd.DataFrame, regions: Sequence[str]) -> alt.FacetChart
                      base.mark_rule(color="black").encode(y="lo:Q", y2="hi:Q"), data=abl,
                      ).properties(width=300, height=180).facet(column=alt.Column("tau:N", title="tau")).properties(
         title="With and without political prose in training")
+
+
+def attractor_vs_null(tests: pd.DataFrame) -> alt.FacetChart:
+    """The target region's excess beside the null (the largest control region's) with their
+    intervals: ``tests`` has one row per (``model``, ``tau``, ``statistic``) with ``value``,
+    ``lo``, ``hi``; ``statistic`` names what the row is (say "politics" or "null: science"), and
+    rows whose ``statistic`` starts with "null" are grey. One panel per model, tau on x."""
+    need_columns(tests, ["model", "tau", "statistic", "value", "lo", "hi"], "tests")
+    t = tests.assign(kind=np.where(tests["statistic"].str.startswith("null"), "null (largest control region)",
+                                   "politics"))
+    colour = alt.Color("kind:N", title=None, scale=alt.Scale(domain=["politics", "null (largest control region)"],
+                                                             range=["#c0392b", "#7f8c8d"]))
+    base = alt.Chart().encode(x=alt.X("tau:N", title="tau"), xOffset="kind:N", color=colour)
+    return alt.layer(
+        base.mark_rule(strokeWidth=2).encode(y=alt.Y("lo:Q", title="excess time share over the other regions"),
+                                             y2="hi:Q"),
+        base.mark_point(filled=True, size=70).encode(y="value:Q", tooltip=["statistic", "value", "lo", "hi"]),
+        alt.Chart().mark_rule(color="black", strokeDash=[4, 3]).encode(y=alt.datum(0)),
+        data=t).properties(width=220, height=220).facet(column=alt.Column("model:N", title=None)).properties(
+        title="Pull of the political region against label noise")
