@@ -553,3 +553,17 @@ def test_every_chapter_ends_with_its_rerun_box_and_results_link(built):
     section = scale.split('id="how-long-each-page-takes"', 1)
     times = re.findall(r"<td>(?:<p>)?[\d.]+ (?:s|min)(?:</p>)?</td>", section[-1])
     assert len(section) == 2 and len(times) >= 10, times
+
+
+def test_header_run_times_are_the_measured_ones(built):
+    """A page whose header states its run time states the one its rerun box measured (the
+    ``tokendyn-runtime`` role), never a typed guess: the same words above the box and in it."""
+    for doc in _toc_files():
+        source = ROOT / f"{doc}.ipynb"
+        if not source.is_file() or "{tokendyn-runtime}" not in source.read_text(encoding="utf-8"):
+            continue
+        text = (HTML / f"{doc}.html").read_text(encoding="utf-8")
+        head, box = text.split("Rerun at scale", 1)
+        took = re.search(r"took <strong>([^<]+)</strong>", box)
+        assert took, f"{doc}: no measured time in the rerun box"
+        assert took.group(1) + " on" in re.sub(r"<[^>]+>", "", head), f"{doc}: the header does not say {took.group(1)}"

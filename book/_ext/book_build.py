@@ -234,6 +234,16 @@ class RerunDirective(RulesDirective):
         return [out]
 
 
+def runtime_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{tokendyn-runtime}`page``` -> how long this page's committed run of the CPU defaults took
+    (``tokendyn.sweep.recorded_run_time``), so a header's run time is the measured one."""
+    _lib()
+    from tokendyn import sweep
+
+    env = inliner.document.settings.env
+    return [nodes.Text(_minutes(sweep.recorded_run_time(ROOT / f"{env.docname}.ipynb")))], []
+
+
 class RuntimesDirective(RulesDirective):
     """A table of every chapter's recorded CPU run time (``tokendyn.sweep.recorded_run_time``)."""
 
@@ -315,6 +325,7 @@ def setup(app):
     app.add_directive("tokendyn-rules", RulesDirective)
     app.add_directive("tokendyn-rerun", RerunDirective)
     app.add_directive("tokendyn-runtimes", RuntimesDirective)
+    app.add_role("tokendyn-runtime", runtime_role)
     app.add_directive("tokendyn-preregistration", PreregistrationDirective)
     app.connect("config-inited", _execution_switch, priority=100)
     app.connect("doctree-resolved", _fill)
