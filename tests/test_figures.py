@@ -203,7 +203,11 @@ def test_rectangle_figures():
     bars = _datasets(figures.delta_controls({"compatible toy": 0.0, "AR": 1e-10}, summary, (0.64, 0.8)))[1]
     assert [r["case"] for r in bars] == ["compatible toy", "AR", "a [model]", "b [model]"]
     _spec(figures.delta_by_gap(pd.DataFrame({"model": ["a"], "gap": [1], "mean delta": [0.5]})))
-    _spec(figures.delta_vs_tau(pd.DataFrame({"model": ["a"], "tau": [1.0], "rectangles": ["fixed"], "mean delta": [0.5]})))
+    tau_df = pd.DataFrame({"model": ["a", "a"], "tau": [1.0, 1.0], "rectangles": ["fixed", "drawn"], "mean delta": [0.5, 0.4]})
+    dash = _spec(figures.delta_vs_tau(tau_df, reference="fixed"))["layer"][0]["encoding"]["strokeDash"]
+    assert dash["condition"]["value"] == [6, 4] and dash["value"] == [1, 0]   # the reference dashed, the rest solid
+    with pytest.raises(ValueError, match="reference"):
+        figures.delta_vs_tau(tau_df, reference="other")
     ap = pd.DataFrame({"model": ["a", "b"], "residual RMS": [0.1, 0.2], "max delta on the grid": [1.0, 2.0]})
     assert len(_rows(figures.arnold_press(ap, 4))) == 4
     line = _datasets(figures.paired_deltas(torch.tensor([0.1, 0.5]), torch.tensor([0.2, 0.4])))[1]

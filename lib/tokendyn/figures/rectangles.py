@@ -10,6 +10,8 @@ import altair as alt
 import pandas as pd
 import torch
 
+from ._style import need_columns
+
 __all__ = ["delta_distribution", "delta_intervals", "delta_by_gap", "delta_vs_tau", "delta_vs_size",
            "delta_vs_depth", "arnold_press", "delta_controls", "paired_deltas"]
 
@@ -93,16 +95,22 @@ def delta_by_gap(gap_df: pd.DataFrame) -> alt.Chart | alt.LayerChart:
     return alt.layer(line, bars).properties(title=title + " (bars: 95% intervals)")
 
 
-def delta_vs_tau(tau_df: pd.DataFrame) -> alt.Chart:
-    """Mean delta against tau (log-log) per model, solid/dashed by how the rectangles were drawn.
+def delta_vs_tau(tau_df: pd.DataFrame, *, reference: str | None = None) -> alt.Chart:
+    """Mean delta against tau (log-log) per model: one line per set of rectangles, solid, except
+    the set named ``reference`` (a value of ``rectangles``), dashed; the points' shape names the set.
 
     ``tau_df``: columns ``model``, ``tau``, ``rectangles``, ``mean delta``.
     """
+    need_columns(tau_df, ["model", "tau", "rectangles", "mean delta"], "tau_df")
+    if reference is not None and reference not in set(tau_df["rectangles"]):
+        raise ValueError(f"reference={reference!r} is not a value of tau_df['rectangles']: "
+                         f"{sorted(set(tau_df['rectangles']))}")
     x = alt.X("tau:Q", scale=alt.Scale(type="log"), title="τ")
     y = alt.Y("mean delta:Q", scale=alt.Scale(type="log"), title="mean δ")
     base = alt.Chart(tau_df).encode(x=x, y=y, color=alt.Color("model:N", title="model"), detail="rectangles:N")
-    # the rectangle sets told apart by the points' shape: a dash legend over points drew alike dots
-    return (base.mark_line(strokeDash=[3, 2]) + base.mark_point(filled=True, size=50, opacity=1).encode(
+    # the line style by a condition, not a dash legend (a dash legend over points drew alike dots)
+    dash = alt.condition(alt.datum.rectangles == reference, alt.value([6, 4]), alt.value([1, 0]))
+    return (base.mark_line().encode(strokeDash=dash) + base.mark_point(filled=True, size=50, opacity=1).encode(
         shape=alt.Shape("rectangles:N", title="rectangles"))
     ).properties(title="δ against τ (log-log); slope −1 is 1/τ")
 
