@@ -370,7 +370,8 @@ def test_trap_figures_build_valid_specs_with_the_right_rows():
     dwell = pd.DataFrame({"model": "a", "tau": "tau = 0.1", "t": [0, 1, 0, 1],
                           "curve": ["observed"] * 2 + ["Geometric(q)"] * 2,
                           "P(T > t)": [1.0, 0.5, 1.0, 0.6]})
-    basins.dwell_vs_geometric(dwell).to_dict()
+    dash = basins.dwell_vs_geometric(dwell).to_dict()["spec"]["encoding"]["strokeDash"]["scale"]
+    assert dict(zip(dash["domain"], dash["range"])) == {"observed": [1, 0], "Geometric(q)": [6, 4]}  # the caption's
     exact = pd.DataFrame([{"model": m, "tau": tau, "trap": k, "exact dwell 1/q": 2.0 * (k + 1) / tau}
                           for m in ("a", "b") for tau in (0.3, 1.0) for k in range(3)])
     law = pd.DataFrame([{"model": m, "tau": tau, "median": 4.0 / tau, "median lo": 2.0 / tau, "median hi": 6.0 / tau,

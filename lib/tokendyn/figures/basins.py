@@ -74,7 +74,10 @@ def dwell_vs_geometric(dwell: pd.DataFrame) -> alt.FacetChart:
     need_columns(dwell, ["model", "tau", "t", "curve", "P(T > t)"], "dwell")
     return alt.Chart(dwell).mark_line(interpolate="step-after").encode(
         x=alt.X("t:Q", title="steps since the start in the trap"), y=alt.Y("P(T > t):Q"),
-        color=alt.Color("tau:N", title=None), strokeDash=alt.StrokeDash("curve:N", title=None),
+        color=alt.Color("tau:N", title=None),
+        # observed solid, the law dashed, as the chapter's caption says (altair's default order is alphabetical)
+        strokeDash=alt.StrokeDash("curve:N", title=None, scale=alt.Scale(domain=["observed", "Geometric(q)"],
+                                                                         range=[[1, 0], [6, 4]])),
     ).properties(width=260, height=200).facet(column=alt.Column("model:N", title=None)).properties(
         title="Dwell in the exact trap state against Geometric(q)")
 
