@@ -62,7 +62,8 @@ def flip_contrast(df: pd.DataFrame) -> alt.FacetChart:
             ).properties(width=170, height=160).facet(facet=alt.Facet("decoder:N", title=None), columns=3)
 
 
-VERDICT_COLOURS = {"works": "#1a7f37", "fails": "#cf222e"}  # the claims tables' green and red
+# the claims tables' green and red: the paper's verdict on few-step generation, and ours on the oracle K = 4 step
+VERDICT_COLOURS = {"works": "#1a7f37", "K = 4 step holds": "#1a7f37", "fails": "#cf222e", "K = 4 step flips": "#cf222e"}
 
 
 def _label_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -90,14 +91,15 @@ def taxonomy(df: pd.DataFrame) -> alt.LayerChart:
     """The DABI x CCI plane: log DABI (x) against CCI (y), ours beside the paper's.
 
     ``df``: columns ``system``, ``DABI``, ``CCI``, ``source`` (``"ours"``/``"paper"``) and
-    ``few-step works`` (a short label such as ``"works"``, ``"fails"``, ``"n/a (commits)"``).
-    "works" is green and "fails" red, as in the claims tables; anything else grey. Each label is
+    ``few-step works`` (a short label such as ``"works"``, ``"fails"``, ``"K = 4 step holds"``,
+    ``"n/a (commits)"``). The labels of :data:`VERDICT_COLOURS` are green or red, as in the claims
+    tables; anything else grey. Each label is
     joined to its point by a thin line, staggered so that labels on one row do not overlap.
     """
     need_columns(df, ["system", "DABI", "CCI", "source", "few-step works"], "df")
     placed = _label_rows(df)
     labels = list(dict.fromkeys(placed["few-step works"]))
-    domain = [v for v in ("works", "fails") if v in labels] + [v for v in labels if v not in VERDICT_COLOURS]
+    domain = [v for v in VERDICT_COLOURS if v in labels] + [v for v in labels if v not in VERDICT_COLOURS]
     colours = [VERDICT_COLOURS.get(v, "#6e7781") for v in domain]
     x = alt.X("DABI:Q", scale=alt.Scale(type="log"), title="DABI (log)")
     y = alt.Y("CCI:Q", scale=alt.Scale(domain=[-0.45, 1.45]), title="CCI (committed share of positions)",
