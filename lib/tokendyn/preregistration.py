@@ -38,6 +38,7 @@ JUDGED: dict[str, tuple[str, ...]] = {
     "runs/07_escapes-readouts.json": ("claim_15",),
     "runs/05_tube_law-mechanism-map.json": ("exact_generator_regime",),
     "runs/04_basins-basin-dwell.json": ("claim_6",),
+    "runs/04_basins-attractor.json": ("claim_8",),
 }
 
 # Recorded runs whose claims' rules were written or changed after them (judged, but not pre-registered).
