@@ -220,8 +220,8 @@ class RerunDirective(RulesDirective):
             "",
             "    " + sweep.rerun_command(nb).replace(" -y ", " \\\n        -y "),
             "",
-            f"The CPU defaults behind this page took **{took}** on 2 shared CPU cores under the portable "
-            "float order (the committed run, a rough cost; "
+            f"The CPU defaults behind this page took **{took}** on 2 shared CPU cores (the committed run, a "
+            "rough cost; "
             "every chapter's time is in the [scale appendix](appendix_scale.ipynb)). The GPU-scale run "
             "has not been timed: no GPU was available to the runs behind this book. This page's results "
             "record, with the "
