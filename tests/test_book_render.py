@@ -441,6 +441,29 @@ def test_verdict_words_never_break(built, browser, request, doc, width):
         visit.close()
 
 
+RESULTS_TABLE_CELLS = '.cell_output table[id^="T_"] th, .cell_output table[id^="T_"] td'
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("doc", [d for d in _toc_files() if Path(d).name[:2].isdigit()])
+def test_results_tables_never_break_a_word(built, browser, request, doc, width):
+    """At 960 and 1280 px no header or cell of a results table (tokendyn.book.table) has a word
+    broken across lines ("pseudo-perplexi/ty"); a line break at a word's own hyphen is a break
+    between its parts, not a broken word."""
+    from book_fit import BROKEN_WORDS
+
+    page_path = HTML / f"{doc}.html"
+    visit = Visit(browser, request, "file", page_path)
+    try:
+        visit.page.set_viewport_size({"width": width, "height": 900})
+        visit.wait_rendered()
+        bad = [b for b in visit.page.evaluate(BROKEN_WORDS, RESULTS_TABLE_CELLS)
+               if not (b.startswith("broken:") and "-" in b.split('"')[1])]
+        assert not bad, f"{page_path.name} at {width} px: {bad[:8]}"
+    finally:
+        visit.close()
+
+
 def test_broken_words_probe_finds_a_verdict_broken_mid_word(built, browser, tmp_path):
     """The probe behind test_verdict_words_never_break is not vacuous: a verdict in a cell squeezed
     below its word's width, with words allowed to break anywhere, is reported; the same cell with
