@@ -24,3 +24,5 @@ def test_interval_and_table_format_what_the_reader_sees():
     html = book.table(pd.DataFrame({"τ": ["1"], "b [95% CI]": ["1.02 [0.95, 1.10]"]}), "Table").to_html()
     assert "b [95% CI]" in html and "1.02 [0.95, 1.10]" in html and "<caption>Table</caption>" in html
     assert "row_heading" not in html  # no index column
+    raw = book.table(pd.DataFrame({"x": [0.12345, float("nan")], "n": [3, 4]}), precision=3).to_html()
+    assert "0.123" in raw and "0.12345" not in raw and ">–<" in raw and "nan" not in raw.lower()

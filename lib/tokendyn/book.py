@@ -205,11 +205,13 @@ def interval(x: float | None, lo: float | None, hi: float | None, spec: str = ".
     return f"{fmt(x, spec, nan=nan, inf=inf)} [{fmt(lo, spec, nan=nan, inf=inf)}, {fmt(hi, spec, nan=nan, inf=inf)}]"
 
 
-def table(df: pd.DataFrame, caption: str = "") -> Styler:
-    """A results table as the reader sees it: no index, human headers as given, an optional caption.
+def table(df: pd.DataFrame, caption: str = "", *, precision: int | None = None) -> Styler:
+    """A results table as the reader sees it: no index, human headers as given, an optional caption,
+    a missing value shown as a dash (never "nan").
 
     The numbers are formatted by the caller (``interval``, ``fmt``) to what the claim needs; the
     checked text of the same numbers goes in a hidden cell, so a page shows a table, not a printout.
+    ``precision``: decimals for float columns the caller left as numbers (pandas' default if None).
     """
-    style = df.style.hide(axis="index")
+    style = df.style.hide(axis="index").format(na_rep="–", precision=precision)
     return style.set_caption(caption) if caption else style
