@@ -121,8 +121,11 @@ def test_never_a_zero_weight_id_at_block_edges():
 
 def test_same_ids_as_a_full_row_float64_inverse_cdf():
     # 4,000 rows of a 30,522-token vocabulary (60 blocks and a tail): the ids of the full-row
-    # float64 softmax and cumulative sum the draw replaced. A uniform that lands within float
-    # rounding of a boundary may legitimately go either way; none of these do.
+    # float64 softmax and cumulative sum the draw replaced. The draw holds the weights and their
+    # block sums in float32, so it knows a boundary only to about one float32 ulp of the row's mass
+    # (2^-23 of a row normalised to 1): a target that lands that close to a boundary may go either
+    # way (one row at tau = 5 on an AVX-512 EPYC, 2.5e-9 from it); an id off anywhere else is wrong.
+    band = 2.0 ** -23
     g = torch.Generator().manual_seed(3)
     rows, v = 4000, 30522
     for tau in (0.3, 1.0, 5.0):
@@ -138,5 +141,6 @@ def test_same_ids_as_a_full_row_float64_inverse_cdf():
             gap.append((c - t).abs().min(-1).values)
         ids, ref, gap = torch.cat(ids), torch.cat(ref), torch.cat(gap)
         differ = (ids != ref).nonzero().flatten()
-        assert len(differ) == 0, (f"tau={tau}: {len(differ)} rows differ; their target's distance to the "
-                                  f"nearest boundary: {gap[differ][:5].tolist()}")
+        far = differ[gap[differ] > band]
+        assert len(far) == 0, (f"tau={tau}: {len(far)} rows differ with their target farther than {band:.1e} from "
+                               f"every boundary: {gap[far][:5].tolist()}")
