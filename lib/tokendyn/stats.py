@@ -44,6 +44,10 @@ class Estimate:
         count = int(row[n]) if isinstance(n, str) else int(n)
         return cls(float(row[value]), float(row[lo or f"{value}_lo"]), float(row[hi or f"{value}_hi"]), count)
 
+    def to_dict(self) -> dict[str, float | int]:
+        """``{"value", "lo", "hi", "n"}``: the estimate as a recorded run stores it."""
+        return {"value": self.value, "lo": self.lo, "hi": self.hi, "n": self.n}
+
     def overlaps(self, lo: float, hi: float) -> bool:
         """Whether the interval meets the closed range ``[lo, hi]``."""
         return self.hi >= lo and self.lo <= hi

@@ -101,6 +101,21 @@ def distinct_n(token_lists: Sequence[Sequence[int]], n: int = 2) -> float:
     return len(set(grams)) / len(grams)
 
 
+def seq_rep(token_lists: Sequence[Sequence[int]], n: int = 4) -> np.ndarray:
+    """seq-rep-n of each text (Welleck et al. 2019): ``1 - distinct n-grams / n-grams`` within the
+    text, ``[N]`` for ``N`` token lists; 0 when no n-gram of a text repeats. A statistic that long
+    texts can show: one loop of a phrase raises it, and unlike the immediate repetition rate it sees
+    a repeat at any distance."""
+    check_range("n", n, 1, None, integer=True)
+    out = []
+    for i, seq in enumerate(token_lists):
+        grams = [tuple(seq[k:k + n]) for k in range(len(seq) - n + 1)]
+        if not grams:
+            raise ValueError(f"token_lists[{i}] has {len(seq)} tokens: seq-rep-{n} needs at least {n}")
+        out.append(1.0 - len(set(grams)) / len(grams))
+    return np.asarray(out, dtype=np.float64)
+
+
 def score_texts(model: Any, tokenizer: Any, texts: Sequence[str], token_lists: Sequence[Sequence[int]], *,
                 seed: int = 0) -> TextScores:
     """All four scores: judge perplexity of ``texts`` and the diversity scores of ``token_lists``
