@@ -53,10 +53,6 @@ REGIONS = ["health", "sports", "food", "science", "politics"]
 STARTS = ["health", "sports", "food"]
 
 
-def estimate(e) -> dict:
-    return {"value": e.value, "lo": e.lo, "hi": e.hi, "n": e.n}
-
-
 class Reference:
     """What every model's chains are measured against: the split, the classifier and its gate,
     and the fluency judge with the real held-out snippets' scores."""
@@ -81,10 +77,10 @@ class Reference:
         ok = topics.fluent(self.real_nll, real_dom, self.real_repeats, real_nll=self.real_nll,
                            real_repeats=self.real_repeats, keep=args.keep_real, repeat_share=args.repeat_share)
         self.row = {"model": "reference", "role": "reference", "split_model": args.split_model,
-                    "accuracy": estimate(topics.accuracy(self.clf, e_val, self.split.val_labels)),
-                    "accuracy_gated": estimate(topics.accuracy(self.gclf, e_val, self.split.val_labels, gated=True)),
+                    "accuracy": topics.accuracy(self.clf, e_val, self.split.val_labels).to_dict(),
+                    "accuracy_gated": topics.accuracy(self.gclf, e_val, self.split.val_labels, gated=True).to_dict(),
                     "real_fluent": {"fluent": int(ok.sum()), "n": int(ok.numel()),
-                                    "wilson": estimate(stats.wilson(int(ok.sum()), int(ok.numel())))},
+                                    "wilson": stats.wilson(int(ok.sum()), int(ok.numel())).to_dict()},
                     "regions": REGIONS, "start_topics": STARTS}
 
 

@@ -41,10 +41,6 @@ OUT = "runs/04_basins-basin-dwell.json"
 CENSUSES = "runs/04_basins-traps.json,runs/04_basins-trap-ladder.json"
 
 
-def estimate(e) -> dict:
-    return {"value": e.value, "lo": e.lo, "hi": e.hi, "n": e.n}
-
-
 def census_row(name: str, censuses: list[str]) -> tuple[dict, str]:
     """The recorded census row of ``name`` and the file it came from (the first that has it)."""
     from tokendyn import paths, results
@@ -70,7 +66,7 @@ def basin_model(name: str, args, taus: list[float], radii: list[int], censuses: 
     basins = {}
     for h in radii:
         d = traps.basin_dwell(cond, tokens, taus, h=h, chains=args.chains, steps=args.steps, seed=args.seed)
-        basins[str(h)] = {f"{t:g}": {"median": estimate(b.median), "per_trap": b.per_trap.tolist(),
+        basins[str(h)] = {f"{t:g}": {"median": b.median.to_dict(), "per_trap": b.per_trap.tolist(),
                                      "censored": int((~b.exited).sum()), "chains": int(b.times.numel()),
                                      "mean_watched": float(b.times.double().clamp_max(args.steps).mean())}
                           for t, b in d.items()}

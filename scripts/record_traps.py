@@ -48,10 +48,6 @@ START_TOPICS = ["health", "sports", "food"]
 DWELL_MARK = 1000.0
 
 
-def estimate(e) -> dict:
-    return {"value": e.value, "lo": e.lo, "hi": e.hi, "n": e.n}
-
-
 def census_model(name: str, args, taus: list[float]) -> dict:
     """One model's row of the record (every number from a tokendyn function)."""
     from tokendyn import book, traps
@@ -80,13 +76,13 @@ def census_model(name: str, args, taus: list[float]) -> dict:
         "params_nonembedding": int(n_nonembedding_params(loaded.model)), "n_tokens": args.n_tokens, "starts": len(x0),
         "encoder": shipped.HEAD_MODELS.get(name, ("other", 0))[0], "layers": int(loaded.model.config.num_hidden_layers),
         "converged": int(c.greedy.converged.sum()), "perfect": int(c.perfect.sum()), "n_traps": K,
-        "median_margin": estimate(bootstrap(mm, np.median, seed=args.seed)),
-        "tau_1000": estimate(bootstrap(t1000.numpy(), np.median, seed=args.seed)),
-        "exact_dwell": {f"{t:g}": estimate(bootstrap(torch.exp(-log_q[j]).numpy(), np.median, seed=args.seed))
+        "median_margin": bootstrap(mm, np.median, seed=args.seed).to_dict(),
+        "tau_1000": bootstrap(t1000.numpy(), np.median, seed=args.seed).to_dict(),
+        "exact_dwell": {f"{t:g}": bootstrap(torch.exp(-log_q[j]).numpy(), np.median, seed=args.seed).to_dict()
                         for j, t in enumerate(taus)},
         "dwell_law": {f"{t:g}": {"chains_per_trap": law.chains, "steps": law.steps, "q_mean": law.check.q,
-                                 "observed": estimate(law.check.observed), "predicted": law.check.predicted,
-                                 "ratio": estimate(law.ratio), "max_gap": law.check.max_gap, "band": law.check.band,
+                                 "observed": law.check.observed.to_dict(), "predicted": law.check.predicted,
+                                 "ratio": law.ratio.to_dict(), "max_gap": law.check.max_gap, "band": law.check.band,
                                  "censored": law.check.censored, "consistent": law.check.consistent}
                       for t, law in laws.items()},
         "traps": [{"start": int(c.keep[k]), "ids": [int(v) for v in c.tokens[k].tolist()], "text": texts[k],

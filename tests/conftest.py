@@ -111,3 +111,16 @@ def _no_network():
         tried = ", ".join(_attempts[:5])
         del _attempts[:]
         pytest.fail(f"the test tried to reach the network: {tried}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _torch_global_state():
+    """A script's ``main`` run in-process sets torch's global grad mode and thread count for its
+    run; restore both, so that no test depends on which tests ran before it."""
+    import torch
+
+    grad, threads = torch.is_grad_enabled(), torch.get_num_threads()
+    yield
+    torch.set_grad_enabled(grad)
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)

@@ -1,24 +1,18 @@
 """benchmarks/run.py's roofline: the ceiling is the best matmul shape of each round, and a (c) rate
 above it is a failed measurement, never a fraction. Tiny models built in code, a few seconds on a CPU."""
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 import torch
 
 from tokendyn.models.tiny import build_tiny
-
-RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+from script_runs import load_script
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_run", RUN)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/run.py")
 
 
 def test_ceiling_is_the_best_shape_of_each_round(bench):

@@ -124,3 +124,11 @@ def test_scaling_table_matches_its_parts_and_caps_censored_ratios():
     assert all(r["T / (n ln n)"] <= 10.0 and r["hi"] <= 10.0 for r in ratios)
     one = bs.scaling_table({k: v for k, v in cells.items() if k[1] == 8}, ["m"], [8], taus, n_boot=100)[0]
     assert all(math.isnan(r["b"]) for r in one)
+
+
+def test_an_estimate_is_stored_as_the_dict_a_record_reads_back():
+    from tokendyn.stats import Estimate
+
+    e = Estimate(1.5, 1.0, 2.0, 40, 0.9)
+    assert e.to_dict() == {"value": 1.5, "lo": 1.0, "hi": 2.0, "n": 40}
+    assert Estimate(**e.to_dict()) == Estimate(1.5, 1.0, 2.0, 40)   # the level is the default's, 0.95

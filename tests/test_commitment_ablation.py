@@ -1,9 +1,7 @@
 """Claim 13's statistics and rule on constructed texts, and scripts/record_commitment.py's resume
 and parameter errors (no model is loaded)."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,8 +10,7 @@ from tokendyn import verdicts as V
 from tokendyn.evaluation.ablation import commitment_effect, commitment_effects
 from tokendyn.evaluation.generation import seq_rep
 from tokendyn.stats import Estimate
-
-ROOT = Path(__file__).resolve().parents[1]
+from script_runs import load_script
 
 
 def test_seq_rep_counts_repeated_four_grams_at_any_distance():
@@ -95,15 +92,12 @@ def test_commitment_effects_reads_each_generators_named_judge():
         commitment_effects(rows[:1])
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("record_commitment", ROOT / "scripts" / "record_commitment.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def load():
+    return load_script("scripts/record_commitment.py")
 
 
 def test_record_commitment_resumes_batch_by_batch_and_records_its_command(tmp_path, monkeypatch):
-    rc = load_script()
+    rc = load()
     monkeypatch.setattr(rc, "ROOT", tmp_path)
     monkeypatch.setattr(rc, "Models", lambda args: None)
     calls = []
@@ -140,7 +134,14 @@ def test_record_commitment_resumes_batch_by_batch_and_records_its_command(tmp_pa
                                          (["--tokens", "600"], "tokens"), (["--diffusion-steps", "200"], "diffusion_steps"),
                                          (["--tau", "0"], "tau"), (["--ar-judge", "minilm-mlm"], "ar-judge")])
 def test_record_commitment_names_a_bad_parameter_before_any_compute(argv, match, monkeypatch):
-    rc = load_script()
+    rc = load()
     monkeypatch.setattr(rc, "Models", lambda *a: pytest.fail("loaded a model before checking"))
     with pytest.raises((ValueError, SystemExit), match=match):
         rc.main(argv)
+
+
+def test_an_effect_gives_its_rows_in_the_long_format_the_figure_draws():
+    rows = effect().rows()
+    assert len(rows) == 6 and {r["variant"] for r in rows} == {"committed", "ablated"}
+    ppl = [r for r in rows if r["score"] == "judge perplexity"]
+    assert [(r["variant"], r["value"], r["lo"], r["hi"]) for r in ppl] == [("committed", 50, 45, 55), ("ablated", 300, 250, 350)]

@@ -9,7 +9,6 @@ stopped; the export must load through ``load_context_latent``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -21,16 +20,14 @@ from tokendyn.integrity import write_sums
 from tokendyn.latent import contextual
 from tokendyn.latent.contextual import LinearReadout, load_context_latent
 from tokendyn.training import latents as training_latents
+from script_runs import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
 SEQ, RAW, VOCAB = 5, 4, 11
 
 
 @pytest.fixture
 def tcl(monkeypatch):
-    spec = importlib.util.spec_from_file_location("train_context_latent", ROOT / "scripts" / "train_context_latent.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("scripts/train_context_latent.py")
     for k, v in dict(seq_len=SEQ, flow_width=16, flow_depth=1, flow_ff=32, flow_batch=8, flow_lr=1e-2).items():
         monkeypatch.setitem(mod.P, k, v)
     monkeypatch.setattr(mod, "EVAL", dict(windows=8, draws=2, seed=3))

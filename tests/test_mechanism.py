@@ -9,6 +9,7 @@ import torch
 from tokendyn import verdicts as V
 from tokendyn.latent import exact, mechanism
 from tokendyn.stats import Estimate as E
+from script_runs import load_script
 
 
 def cell(d, M, spacing, sigma, K, seed=0):
@@ -88,13 +89,8 @@ def test_one_mixture_of_a_grid_is_remade_alone_with_its_seeds():
 
 
 def test_record_mechanism_map_resumes_and_names_bad_input(tmp_path, monkeypatch):
-    import importlib.util
     import json
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("record_mechanism_map", root / "scripts" / "record_mechanism_map.py")
-    rm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rm)
+    rm = load_script("scripts/record_mechanism_map.py")
     monkeypatch.setattr(rm, "ROOT", tmp_path)
     out = tmp_path / "map.json"
     argv = ["--d", "8", "--M", "4", "--sigma", "0.5", "--spacing", "2,4", "--K", "1,4", "--windows", "4", "--length",

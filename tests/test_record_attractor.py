@@ -1,20 +1,14 @@
 """scripts/record_attractor.py: a killed run resumes model by model, bad input fails before any
 compute, and the record carries its command, its reference row and provenance."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from script_runs import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("record_attractor", ROOT / "scripts" / "record_attractor.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def load():
+    return load_script("scripts/record_attractor.py")
 
 
 class FakeReference:
@@ -23,7 +17,7 @@ class FakeReference:
 
 
 def test_record_attractor_resumes_per_model_and_records_its_command(tmp_path, monkeypatch):
-    ra = load_script()
+    ra = load()
     monkeypatch.setattr(ra, "ROOT", tmp_path)
     monkeypatch.setattr(ra, "Reference", FakeReference)
     calls = []
@@ -55,7 +49,7 @@ def test_record_attractor_resumes_per_model_and_records_its_command(tmp_path, mo
                                          (["--ablation-with", "x"], "ablation-with"), (["--bf16", "zz"], "bf16"),
                                          (["--keep-real", "1"], "keep_real")])
 def test_record_attractor_names_a_bad_parameter_before_any_compute(argv, match, monkeypatch):
-    ra = load_script()
+    ra = load()
     monkeypatch.setattr(ra, "Reference", lambda *a: pytest.fail("computed before checking"))
     with pytest.raises((ValueError, SystemExit), match=match):
         ra.main(argv)

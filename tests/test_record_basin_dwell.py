@@ -1,24 +1,18 @@
 """scripts/record_basin_dwell.py: a killed run resumes model by model, bad input fails before any
 compute, and the record carries its command and provenance."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from script_runs import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("record_basin_dwell", ROOT / "scripts" / "record_basin_dwell.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def load():
+    return load_script("scripts/record_basin_dwell.py")
 
 
 def test_record_basin_dwell_resumes_per_model_and_records_its_command(tmp_path, monkeypatch):
-    rb = load_script()
+    rb = load()
     monkeypatch.setattr(rb, "ROOT", tmp_path)
     calls = []
     est = {"value": 20.0, "lo": 15.0, "hi": 25.0, "n": 3}
@@ -47,7 +41,7 @@ def test_record_basin_dwell_resumes_per_model_and_records_its_command(tmp_path, 
 @pytest.mark.parametrize("argv, match", [(["--chains", "0"], "chains"), (["--radii", "-1"], "radii"),
                                          (["--taus", "0"], "tau"), (["--steps", "0"], "steps")])
 def test_record_basin_dwell_names_a_bad_parameter_before_any_compute(argv, match, monkeypatch):
-    rb = load_script()
+    rb = load()
     monkeypatch.setattr(rb, "basin_model", lambda *a: pytest.fail("computed before checking"))
     with pytest.raises((ValueError, SystemExit), match=match):
         rb.main(argv)

@@ -1,20 +1,14 @@
 """scripts/record_traps.py: a killed run resumes model by model, the record carries its command and
 provenance, and the chapter's reader finds what it needs in it."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from script_runs import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("record_traps", ROOT / "scripts" / "record_traps.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def load():
+    return load_script("scripts/record_traps.py")
 
 
 def fake_row(name, args, taus):
@@ -25,7 +19,7 @@ def fake_row(name, args, taus):
 
 
 def test_record_traps_resumes_per_model_and_records_its_command(tmp_path, monkeypatch):
-    rt = load_script()
+    rt = load()
     monkeypatch.setattr(rt, "ROOT", tmp_path)
     calls = []
 
@@ -56,7 +50,7 @@ def test_record_traps_resumes_per_model_and_records_its_command(tmp_path, monkey
 
 
 def test_record_traps_checks_its_arguments():
-    rt = load_script()
+    rt = load()
     with pytest.raises(ValueError, match="starts"):
         rt.main(["--starts", "2"])
     with pytest.raises(ValueError):

@@ -49,10 +49,13 @@ class CommitmentEffect:
     entropy: tuple[Estimate, Estimate]
 
     def rows(self) -> list[dict[str, Any]]:
-        """One row per statistic: ``statistic``, ``committed``, ``ablated`` (Estimates)."""
-        return [{"statistic": name, "committed": pair[0], "ablated": pair[1]}
-                for name, pair in ((f"{self.judge} perplexity", self.ppl), ("seq-rep-4", self.rep),
-                                   ("unigram entropy per text", self.entropy))]
+        """Long format, one row per (statistic, variant): ``generator``, ``judge``, ``score``,
+        ``variant``, ``value``, ``lo``, ``hi`` (what :func:`tokendyn.figures.escapes.ablation_panels` draws)."""
+        return [{"generator": self.generator, "judge": self.judge, "score": name, "variant": variant,
+                 "value": e.value, "lo": e.lo, "hi": e.hi}
+                for name, pair in (("judge perplexity", self.ppl), ("seq-rep-4", self.rep),
+                                   ("unigram entropy per text", self.entropy))
+                for variant, e in zip(VARIANTS, pair)]
 
 
 def commitment_effect(generator: str, judge: str, committed: Mapping[str, Any], ablated: Mapping[str, Any], *,
