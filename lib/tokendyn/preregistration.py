@@ -27,6 +27,8 @@ RULE_CODE: dict[str, tuple[str, ...]] = {
     "claim_8": ("tokendyn/verdicts.py:claim_8", "tokendyn/topics.py:attractor_test",
                 "tokendyn/topics.py:excess_over_controls", "tokendyn/topics.py:region_shares",
                 "tokendyn/topics.py:fluent", "tokendyn/topics.py:attractor_run"),
+    "claim_12": ("tokendyn/verdicts.py:claim_12", "tokendyn/latent/decoders.py:curve_rows",
+                 "tokendyn/latent/dabi.py:dabi_curves"),
     "claim_13": ("tokendyn/verdicts.py:claim_13", "tokendyn/evaluation/ablation.py:commitment_effect",
                  "tokendyn/evaluation/ablation.py:commitment_effects", "tokendyn/evaluation/generation.py:seq_rep",
                  "tokendyn/evaluation/generation.py:text_entropies",
