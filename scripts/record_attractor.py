@@ -193,13 +193,15 @@ def main(argv: list[str] | None = None) -> int:
     check_range("n_fluency", args.n_fluency, 1, 100_000, integer=True)
     check_range("seed", args.seed, 0, None, integer=True)
     check_range("threads", args.threads, 1, 256, integer=True)
+    from tokendyn import paths, results
+
+    results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     params = {k: getattr(args, k) for k in ("models", "ablation", "ablation_with", "bf16", "split_model", "taus",
                                            "chains", "steps", "embed_every", "segment", "tokens", "n_train", "n_val",
                                            "keep_real", "repeat_share", "n_fluency", "seed", "threads")}
     key = params_key(params, ignore=("threads", "segment"))
-    from tokendyn import paths, results
 
     t0 = time.time()
     ref = Reference(args)

@@ -107,12 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     check_range("steps", args.steps, 1, 10**7, integer=True)
     check_range("seed", args.seed, 0, None, integer=True)
     check_range("threads", args.threads, 1, 256, integer=True)
+
+    from tokendyn import paths, results
+
+    results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     params = {"models": models, "censuses": censuses, "taus": taus, "radii": radii, "chains": args.chains,
               "steps": args.steps, "seed": args.seed, "threads": args.threads}
     key = params_key(params, ignore=("models", "threads"))
-    from tokendyn import paths, results
 
     rows, t0 = [], time.time()
     for name in models:

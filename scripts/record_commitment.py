@@ -117,12 +117,14 @@ def main(argv: list[str] | None = None) -> int:
     check_range("threads", args.threads, 1, 256, integer=True)
     if args.ar_judge == args.md_model:
         raise SystemExit(f"--ar-judge={args.ar_judge!r}: give a judge other than the masked-diffusion generator")
+    from tokendyn import paths, results
+
+    results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     params = {k: getattr(args, k) for k in ("md_model", "ar_judge", "seeds", "per_seed", "tokens", "diffusion_steps",
                                            "tau", "judge_len", "seed", "threads")}
     key = params_key(params, ignore=("threads",))
-    from tokendyn import paths, results
 
     t0 = time.time()
     m = Models(args)

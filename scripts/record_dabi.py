@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         check_range("norms", s, 0.0, None, lo_open=True)
     if args.reference not in norms:
         raise ValueError(f"--reference {args.reference} must be one of --norms {norms}")
+    from tokendyn import paths, results
+
+    results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     from tokendyn.evaluation.heldout import heldout_passages
@@ -120,7 +123,6 @@ def main(argv: list[str] | None = None) -> int:
         rows += got
         print(f"{time.time() - t0:7.0f} s  {name}: {len(dut.z)} latents, {sorted(dut.directions)}, "
               f"{cpu:.0f} CPU s", flush=True)
-    from tokendyn import paths, results
 
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_dabi.py --tokens {args.tokens} "
            f"--digits {args.digits} --faces {args.faces} --norms {args.norms} --reference {args.reference:g} "

@@ -102,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     steps = [int(k) for k in args.steps.split(",")]
     for k in steps:
         check_range("steps", k, 2, 1024, integer=True)
+    from tokendyn import paths, results
+
+    results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     cache = ROOT / "checkpoints" / "flow-ladder-geometry"
@@ -122,7 +125,6 @@ def main(argv: list[str] | None = None) -> int:
         rows += got["rows"]
         seconds[name] = got["seconds"]
         print(f"{name}: flow loss {got['rows'][0]['flow_loss']:.4f} ({got['seconds']} s)", flush=True)
-    from tokendyn import paths, results
 
     cmd = (f"nice -n 10 .venv/bin/python scripts/record_flow_ladder.py --windows {args.windows} "
            f"--steps {args.steps} --seed {args.seed}")

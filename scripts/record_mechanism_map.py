@@ -84,8 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     check_range("n_boot", args.n_boot, 100, 100000, integer=True)
     check_range("seed", args.seed, 0, None, integer=True)
     check_range("threads", args.threads, 1, 256, integer=True)
-    torch.set_num_threads(args.threads)
     from tokendyn import paths, results
+
+    results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
+    torch.set_num_threads(args.threads)
     from tokendyn.latent import mechanism
 
     params = {"d": ds, "M": Ms, "sigma": sigmas, "spacing": spacings, "K": Ks, "windows": args.windows,

@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     steps = [int(k) for k in args.steps.split(",")]
     for k in steps:
         check_range("steps", k, 1, 1024, integer=True)
+    from tokendyn import paths, results
+
+    results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     ckpt = ROOT / "checkpoints" / "ode-sde"
@@ -148,7 +151,6 @@ def main(argv: list[str] | None = None) -> int:
                          "ode_hi": m.a.hi, "sde_ppl": m.b.value, "sde_lo": m.b.lo, "sde_hi": m.b.hi,
                          "ratio": m.ratio.value, "ratio_lo": m.ratio.lo, "ratio_hi": m.ratio.hi,
                          "entropy_edges": m.edges, "ode_shares": m.shares_a, "sde_shares": m.shares_b})
-    from tokendyn import paths, results
 
     cmd = (f"nice -n 10 .venv/bin/python scripts/record_ode_sde.py --seeds {args.seeds} --per-seed {args.per_seed} "
            f"--steps {args.steps} --seed {args.seed}" + (" --ladder" if args.ladder else "")

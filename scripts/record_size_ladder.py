@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     check_range("n_tokens", args.n_tokens, 4, 510, integer=True)
     check_range("seed", args.seed, 0, None, integer=True)
     check_range("threads", args.threads, 1, 256, integer=True)
+    from tokendyn import paths, results
+
+    results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     params = {"n_rect": args.n_rect, "n_tokens": args.n_tokens, "seed": args.seed, "topics": TOPIC_LIST,

@@ -127,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     check_range("min_traps", args.min_traps, 2, None, integer=True)
     check_range("seed", args.seed, 0, None, integer=True)
     check_range("threads", args.threads, 1, 256, integer=True)
+    from tokendyn import paths, results
+
+    results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     params = {k: v for k, v in vars(args).items() if k not in ("out", "models", "taus", "resume_from")}

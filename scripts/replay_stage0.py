@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in shipped.HEAD_LADDER]
     if unknown:
         ap.error(f"--models {unknown} are not ladder rungs: {list(shipped.HEAD_LADDER)}")
+    from tokendyn import paths, results
+
+    results.check_recordable(paths.data_dir() / OUT)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(1)
     rows = []
     for name in names:

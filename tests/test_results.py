@@ -77,3 +77,43 @@ def test_git_state_names_the_commit_and_ignores_re_executed_notebooks(tmp_path):
     assert results.git_state(tmp_path)["git_dirty"] is True
     assert results.git_state(tmp_path / "nowhere") == {"git_commit": None, "git_dirty": None}
     assert "git_commit" in results.provenance({}, 0, [])
+
+
+def test_a_dirty_checkout_records_nothing_under_data(tmp_path, monkeypatch):
+    """The writer refuses before it writes (and scripts ask before they compute); elsewhere it writes."""
+    data = tmp_path / "data"
+    monkeypatch.setenv("TOKENDYN_DATA", str(data))
+    monkeypatch.delenv(results.RECORD_DIRTY, raising=False)
+    target = data / "runs" / "r.json"
+    with pytest.raises(results.RecordError, match=r"r\.json: refusing to record from a dirty checkout.*commit first"):
+        results.check_recordable(target, dirty=True)
+    monkeypatch.setattr(results, "git_state", lambda root=None: {"git_commit": "abc", "git_dirty": True})
+    with pytest.raises(results.RecordError, match="dirty checkout"):
+        results.save_rows(target, [{"x": 1}], kind="k", command="c", params={}, seed=0, models=[])
+    assert not target.exists()
+    results.check_recordable(tmp_path / "elsewhere.json")              # a test's folder: allowed
+    results.save_rows(tmp_path / "elsewhere.json", [{"x": 1}], kind="k", command="c", params={}, seed=0, models=[])
+    monkeypatch.setenv(results.RECORD_DIRTY, "1")                      # a scratch run, said so in its provenance
+    assert results.load_rows(results.save_rows(target, [{"x": 1}], kind="k", command="c", params={}, seed=0,
+                                               models=[]))[1]["provenance"]["git_dirty"] is True
+    results.check_recordable(target, dirty=False)
+
+
+# Recorded before their commit was kept in the record; the list only shrinks.
+NO_COMMIT = ("runs/03_phase_transition-minilm.json", "runs/05_tube_law-terminal-all.json")
+
+
+def test_every_committed_record_names_a_clean_commit():
+    from tokendyn import paths
+
+    root = paths.data_dir()
+    seen = []
+    for p in sorted((root / "runs").glob("*.json")):
+        rel = str(p.relative_to(root))
+        prov = results.read_record(p, keys=("provenance",))["provenance"]
+        if rel in NO_COMMIT:
+            assert not prov.get("git_commit"), f"{rel} names its commit now: take it off NO_COMMIT"
+            continue
+        seen.append(rel)
+        assert prov.get("git_commit") and prov.get("git_dirty") is False, f"{rel}: commit {prov.get('git_commit')}, dirty {prov.get('git_dirty')}"
+    assert seen

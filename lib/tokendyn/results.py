@@ -10,6 +10,7 @@ the chapter's findings on the papers' claims (:mod:`tokendyn.claims`), which the
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import time
@@ -21,7 +22,10 @@ import torch
 from . import __version__
 from .atomic import MissingRecordError, RecordError, read_record, write_json, write_text  # noqa: F401 (the errors: re-exported)
 from .jsonable import plain as _plain
-from .paths import results_dir
+from .paths import data_dir, results_dir
+
+RECORD_DIRTY = "TOKENDYN_RECORD_DIRTY"
+"""Set to ``1`` to let a dirty checkout write under ``data/`` (a scratch run; it says so in its provenance)."""
 
 
 def git_state(root: Path | None = None) -> dict[str, Any]:
@@ -142,6 +146,28 @@ RUN_KIND = "coupling times"
 """The ``kind`` of a record :func:`save_run` writes."""
 
 
+def check_recordable(path: str | Path, dirty: bool | None = None) -> None:
+    """Refuse, before any compute, to record under ``data/`` from a checkout with uncommitted
+    changes to tracked files: a recorded run must name the commit that made it, and a dirty tree
+    makes no commit true. ``dirty`` defaults to :func:`git_state`'s. :class:`RecordError` naming the
+    file and the remedy; paths outside ``data/`` (a test's temporary folder) and
+    ``TOKENDYN_RECORD_DIRTY=1`` pass."""
+    if dirty is None:
+        dirty = git_state()["git_dirty"]
+    if dirty is not True or os.environ.get(RECORD_DIRTY) == "1":
+        return
+    try:
+        data = data_dir().resolve()
+    except FileNotFoundError:  # no checkout: nothing under data/ to protect
+        return
+    target = Path(path).resolve()
+    if target == data or data in target.parents:
+        commit = (git_state()["git_commit"] or "?")[:10]
+        raise RecordError(f"{path}: refusing to record from a dirty checkout ({commit} plus uncommitted changes to "
+                          f"tracked files); commit first or record from a clean worktree (git worktree add), or set "
+                          f"{RECORD_DIRTY}=1 for a scratch run")
+
+
 def save_run(path: str | Path, cells: dict[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]], *,
              command: str, params: dict[str, Any], seed: int | None, models: list[str],
              setup: Any = None) -> Path:
@@ -151,10 +177,12 @@ def save_run(path: str | Path, cells: dict[tuple[str, int, float], tuple[torch.T
     line that remakes the run. Returns the path written.
     """
     path = Path(path)
+    prov = provenance(params, seed, models, setup)
+    check_recordable(path, prov.get("git_dirty"))
     record = {"kind": RUN_KIND, "command": command,
               "cells": [{"model": m, "n": int(n), "tau": float(t), "times": [int(v) for v in T.tolist()],
                          "censored": [bool(v) for v in c.tolist()]} for (m, n, t), (T, c) in cells.items()],
-              "provenance": provenance(params, seed, models, setup)}
+              "provenance": prov}
     write_json(path, record, sort_keys=True)
     return path
 
@@ -235,8 +263,9 @@ def save_rows(path: str | Path, rows: list[dict[str, Any]], *, kind: str, comman
     """Record a table of results (one dict per row) as an artifact (``data/runs/``), with the command
     line that remakes it and its provenance. Returns the path written."""
     path = Path(path)
-    record = {"kind": kind, "command": command, "rows": _plain(rows),
-              "provenance": provenance(params, seed, models, setup)}
+    prov = provenance(params, seed, models, setup)
+    check_recordable(path, prov.get("git_dirty"))
+    record = {"kind": kind, "command": command, "rows": _plain(rows), "provenance": prov}
     write_json(path, record, sort_keys=True)
     return path
 
