@@ -9,7 +9,10 @@ per problem on the page it runs in:
   which the page then clips;
 - ``empty facet``: a facet (a cell of a faceted chart) with no data marks in it;
 - ``alike legend``: a legend with several entries whose symbols look the same (same shape, fill,
-  stroke and dash), so the legend tells the reader nothing.
+  stroke and dash), so the legend tells the reader nothing;
+- ``overlap``: two pieces of text of one chart (tick labels, axis and panel titles, legend entries,
+  text marks) whose boxes overlap by more than a sliver, which the reader sees as "0.20.3" or
+  garbled titles.
 
 ``BROKEN_WORDS`` (called with a CSS selector) returns one line per cell of the selector whose text
 has a word broken across lines ("rep/rod/uce/d") or runs out of the cell's box.
@@ -88,6 +91,37 @@ FIT = r"""() => {
                 a('opacity')].join('|'); };
       if (new Set(syms.map(look)).size === 1) bad.push(`alike legend: ${syms.length} entries with the same symbol: ${name(svg)}`);
     }
+
+    // text on text, in each text's own (possibly rotated) frame: two boxes overlap when every axis
+    // of either box sees them overlap (separating axes); it counts when the shallowest overlap is
+    // deeper than a quarter of the smaller box's short side and 2 px (boxes carry some leading, so
+    // the lines of one title may touch)
+    const frame = t => {
+      const b = t.getBBox(), m = t.getScreenCTM();
+      const pts = [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]]
+        .map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+      return {pts, short: Math.min(b.width, b.height) * Math.hypot(m.a, m.b)}; };
+    const depth = (P, Q) => {
+      let d = Infinity;
+      for (const poly of [P, Q]) for (let i = 0; i < 4; i++) {
+        const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4], L = Math.hypot(x2 - x1, y2 - y1);
+        if (!L) continue;
+        const ax = (y1 - y2) / L, ay = (x2 - x1) / L, p = P.map(([x, y]) => x * ax + y * ay), q = Q.map(([x, y]) => x * ax + y * ay);
+        d = Math.min(d, Math.min(Math.max(...p), Math.max(...q)) - Math.max(Math.min(...p), Math.min(...q)));
+      }
+      return d; };
+    // a label Vega culled for overlap stays in the svg at opacity 0: only what is drawn counts
+    const shown = t => !t.closest('[opacity="0"]') && getComputedStyle(t).opacity !== '0'
+      && getComputedStyle(t).visibility !== 'hidden' && t.getAttribute('fill-opacity') !== '0';
+    const texts = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim() && shown(t) && t.getBBox().width > 0)
+      .map(t => [t.textContent.trim(), frame(t)]);
+    let hits = 0, pair = '';
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+      const a = texts[i][1], b = texts[j][1];
+      if (depth(a.pts, b.pts) > Math.max(2, 0.25 * Math.min(a.short, b.short))) {
+        hits++; if (!pair) pair = `"${texts[i][0].slice(0, 30)}" on "${texts[j][0].slice(0, 30)}"`; }
+    }
+    if (hits) bad.push(`overlap: ${hits} pairs of text overlap (first: ${pair}): ${name(svg)}`);
   }
   return bad; }"""
 

@@ -500,11 +500,12 @@ def _chart_div(spec: dict) -> str:
     return f'<div class="tokendyn-vega"><script type="application/json">{payload}</script></div>'
 
 
-def test_fit_probe_fails_on_a_too_wide_chart_an_empty_facet_and_an_alike_legend(built, browser, tmp_path):
+def test_fit_probe_fails_on_a_too_wide_chart_an_empty_facet_an_alike_legend_and_overlapping_labels(built, browser, tmp_path):
     """The probe behind test_page_fits_and_every_chart_draws is not vacuous: on a page built to break
     each rule (a 1,400 px chart in a 600 px column, a facet grid with an empty cell, a legend whose
-    symbols are all black circles, a wide table and a wide display equation with no scroll box) it
-    reports each one, and on the same charts made right it reports nothing."""
+    symbols are all black circles, twelve long tick labels squeezed into 60 px, a wide table and a
+    wide display equation with no scroll box) it reports each one, and on the same charts made right
+    it reports nothing."""
     from book_fit import FIT
 
     static = HTML / "_static"
@@ -522,6 +523,10 @@ def test_fit_probe_fails_on_a_too_wide_chart_an_empty_facet_and_an_alike_legend(
              "width": 200, "height": 80,
              "encoding": {"x": {"field": "x", "type": "quantitative"}, "y": {"field": "y", "type": "quantitative"},
                           "color": {"field": "a", "scale": {"range": ["black", "black"]}}}}
+    squeezed = {"$schema": schema, "data": {"values": [{"k": f"label number {k}", "v": k} for k in range(12)]},
+                "mark": "bar", "width": 60, "height": 60,
+                "encoding": {"x": {"field": "k", "type": "nominal", "axis": {"labelAngle": 0, "labelOverlap": False}},
+                             "y": {"field": "v", "type": "quantitative"}}}
     table = "<table><tr>" + "".join(f"<td>column{k}</td>" for k in range(60)) + "</tr></table>"
     equation = '<mjx-container display="true" style="display:block"><mjx-math style="display:inline-block;width:1500px">x</mjx-math></mjx-container>'
 
@@ -530,7 +535,8 @@ def test_fit_probe_fails_on_a_too_wide_chart_an_empty_facet_and_an_alike_legend(
                 f'<article class="bd-article" style="width:600px">{body}</article></body></html>')
 
     broken = tmp_path / "broken.html"
-    broken.write_text(page(_chart_div(wide) + _chart_div(grid) + _chart_div(alike) + table + equation))
+    broken.write_text(page(_chart_div(wide) + _chart_div(grid) + _chart_div(alike) + _chart_div(squeezed) + table
+                           + equation))
     fixed = tmp_path / "fixed.html"
     good_rows = [r for r in rows]
     good_grid = dict(grid, encoding={**grid["encoding"], "facet": {"field": "a"}})
@@ -539,6 +545,8 @@ def test_fit_probe_fails_on_a_too_wide_chart_an_empty_facet_and_an_alike_legend(
     good_grid["data"] = {"values": [r for r in good_rows if r["a"] == "p"]}
     fixed.write_text(page(_chart_div(dict(wide, width=400)) + _chart_div(good_grid)
                           + _chart_div({**alike, "encoding": {**alike["encoding"], "color": {"field": "a"}}})
+                          + _chart_div({**squeezed, "width": 540, "encoding": {**squeezed["encoding"], "x": {
+                              **squeezed["encoding"]["x"], "axis": {"labelAngle": -45, "labelOverlap": False}}}})
                           + f'<div style="overflow-x:auto">{table}</div>'))
     ctx = browser.new_context(viewport={"width": 960, "height": 900})
     try:
@@ -555,6 +563,7 @@ def test_fit_probe_fails_on_a_too_wide_chart_an_empty_facet_and_an_alike_legend(
     assert "wide table" in kinds and "wide equation" in kinds, found["broken"]
     assert "empty facet" in kinds, found["broken"]
     assert "alike legend" in kinds, found["broken"]
+    assert "overlap" in kinds, found["broken"]
     assert found["fixed"] == [], found["fixed"]
 
 

@@ -21,7 +21,8 @@ def dabi_curves(df: pd.DataFrame, *, reference: float | None = None) -> alt.Laye
     that norm (the reference ``s`` of the claims table).
     """
     need_columns(df, ["decoder", "kind", "norm", "DABI", "lo", "hi"], "df")
-    x = alt.X("norm:Q", scale=alt.Scale(type="log"), title="perturbation norm s (units of the latent RMS per coordinate)")
+    # two lines: one line ran past its 300 px panel into the next panel's title
+    x = alt.X("norm:Q", scale=alt.Scale(type="log"), title=["perturbation norm s", "(latent RMS per coordinate)"])
     y = alt.Y("DABI:Q", scale=alt.Scale(type="log"), title="DABI (structured / isotropic loss increase)")
     base = alt.Chart(df)
     # kind as the points' shape: a stroke-dash legend over dotted lines drew three alike dots
