@@ -45,6 +45,7 @@ JUDGED: dict[str, tuple[str, ...]] = {
     "runs/05_tube_law-mechanism-map.json": ("exact_generator_regime",),
     "runs/04_basins-basin-dwell.json": ("claim_6",),
     "runs/04_basins-attractor.json": ("claim_8",),
+    "runs/06_dabi_cci-curves.json": ("claim_12",),
 }
 
 # Recorded runs whose claims' rules were written or changed after them (judged, but not pre-registered).
@@ -56,7 +57,6 @@ BEFORE_THEIR_RULES: dict[str, tuple[int, ...]] = {
     "runs/04_basins-trap-ladder.json": (6,),
     "runs/04_basins-traps.json": (6, 7),
     "runs/05_tube_law-ladder.json": (10, 11),
-    "runs/06_dabi_cci-curves.json": (12,),
 }
 
 
