@@ -46,6 +46,7 @@ JUDGED: dict[str, tuple[str, ...]] = {
     "runs/04_basins-basin-dwell.json": ("claim_6",),
     "runs/04_basins-attractor.json": ("claim_8",),
     "runs/06_dabi_cci-curves.json": ("claim_12",),
+    "runs/07_escapes-commitment.json": ("claim_13",),
 }
 
 # Recorded runs whose claims' rules were written or changed after them (judged, but not pre-registered).
