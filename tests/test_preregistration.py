@@ -16,10 +16,11 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _record(repo: Path, commit: str, dirty: bool = False) -> None:
+def _record(repo: Path, commit: str, dirty: bool = False, rows: list | None = None) -> None:
     (repo / "data" / "runs").mkdir(parents=True, exist_ok=True)
     (repo / "data" / "runs" / "r.json").write_text(json.dumps(
-        {"kind": "any", "command": "make it", "provenance": {"git_commit": commit, "git_dirty": dirty}}))
+        {"kind": "any", "command": "make it", "provenance": {"git_commit": commit, "git_dirty": dirty},
+         **({"rows": rows} if rows is not None else {})}))
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def test_a_rule_changed_after_its_run_fails(toy_repo):
     _record(toy_repo, _git(toy_repo, "rev-parse", "HEAD"))
     (toy_repo / "lib" / "tokendyn" / "verdicts.py").write_text("def rule(x):\n    return x > 2\n")
     (found,) = pre.problems(toy_repo)
-    assert "tokendyn/verdicts.py:rule changed after the run" in found and "re-record" in found
+    assert "tokendyn/verdicts.py:rule changed since its commit" in found and "re-record" in found
 
 
 def test_a_rule_written_after_its_run_fails(toy_repo):
@@ -57,6 +58,23 @@ def test_a_rule_written_after_its_run_fails(toy_repo):
     (toy_repo / "lib" / "tokendyn" / "verdicts.py").write_text("def rule(x):\n    return x > 1\n")
     (found,) = pre.problems(toy_repo)
     assert "no top-level function 'rule'" in found and first
+
+
+def test_rows_kept_from_before_the_rule_fail(toy_repo):
+    """A resumed run stamps its last commit, but a row it kept was computed where it was computed."""
+    (toy_repo / "lib" / "tokendyn" / "verdicts.py").write_text("def other():\n    pass\n")
+    _git(toy_repo, "commit", "-qam", "no rule")
+    before = _git(toy_repo, "rev-parse", "HEAD")
+    (toy_repo / "lib" / "tokendyn" / "verdicts.py").write_text("def rule(x):\n    return x > 1\n")
+    _git(toy_repo, "commit", "-qam", "the rule")
+    now = _git(toy_repo, "rev-parse", "HEAD")
+    _record(toy_repo, now, rows=[{"git_commit": now}, {"git_commit": now}])
+    assert pre.problems(toy_repo) == []
+    _record(toy_repo, now, rows=[{"git_commit": before}, {"git_commit": now}])
+    (found,) = pre.problems(toy_repo)
+    assert f"a kept row's commit {before[:12]}" in found and "no top-level function 'rule'" in found
+    _record(toy_repo, now, rows=[{"git_commit": now, "git_dirty": True}])
+    assert "uncommitted changes" in pre.problems(toy_repo)[0]
 
 
 def test_a_dirty_or_missing_run_fails(toy_repo):

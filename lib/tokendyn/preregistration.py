@@ -19,14 +19,25 @@ from .atomic import read_record
 
 # Each piece of code a verdict depends on, as "path under lib/:function".
 RULE_CODE: dict[str, tuple[str, ...]] = {
+    "claim_1": ("tokendyn/verdicts.py:claim_1", "tokendyn/verdicts.py:inside", "tokendyn/size.py:rung_estimates",
+                "tokendyn/size.py:values"),
+    "claim_3": ("tokendyn/verdicts.py:claim_3", "tokendyn/size.py:rung_estimates", "tokendyn/size.py:slope",
+                "tokendyn/size.py:values", "tokendyn/size.py:span"),
     "claim_4": ("tokendyn/verdicts.py:claim_4", "tokendyn/diagnostics/shape.py:compare_shapes",
                 "tokendyn/diagnostics/shape.py:censored_lognormal_fit"),
+    "claim_5": ("tokendyn/verdicts.py:claim_5", "tokendyn/verdicts.py:inside",
+                "tokendyn/diagnostics/bootstrap.py:censor_at", "tokendyn/diagnostics/bootstrap.py:bootstrap_medians",
+                "tokendyn/diagnostics/bootstrap.py:crossover_draws", "tokendyn/diagnostics/bootstrap.py:rise_probability",
+                "tokendyn/diagnostics/survival.py:median_times"),
     "claim_6": ("tokendyn/verdicts.py:claim_6", "tokendyn/traps.py:basin_dwell", "tokendyn/traps.py:basin_exit_times"),
     "exact_generator_regime": ("tokendyn/verdicts.py:exact_generator_regime", "tokendyn/latent/mechanism.py:map_cell",
                                "tokendyn/latent/tube.py:sequence_bootstrap"),
     "claim_8": ("tokendyn/verdicts.py:claim_8", "tokendyn/topics.py:attractor_test",
                 "tokendyn/topics.py:excess_over_controls", "tokendyn/topics.py:region_shares",
                 "tokendyn/topics.py:fluent", "tokendyn/topics.py:attractor_run"),
+    # chapter 5's generator ladder: does a better flow move the ratio and the flips toward the paper?
+    "toward_paper": ("tokendyn/verdicts.py:toward_paper", "tokendyn/latent/tube.py:terminal_flips",
+                     "tokendyn/latent/tube.py:sequence_bootstrap"),
     "claim_12": ("tokendyn/verdicts.py:claim_12", "tokendyn/latent/decoders.py:curve_rows",
                  "tokendyn/latent/dabi.py:dabi_curves"),
     "claim_13": ("tokendyn/verdicts.py:claim_13", "tokendyn/evaluation/ablation.py:commitment_effect",
@@ -47,6 +58,8 @@ JUDGED: dict[str, tuple[str, ...]] = {
     "runs/04_basins-attractor.json": ("claim_8",),
     "runs/06_dabi_cci-curves.json": ("claim_12",),
     "runs/07_escapes-commitment.json": ("claim_13",),
+    # recorded at f964e43, where claim 5's rule and statistics were already today's (quoted beside claim 5)
+    "runs/03_phase_transition-mpnet.json": ("claim_5",),
 }
 
 # Recorded runs whose claims' rules were written or changed after them (judged, but not pre-registered).
@@ -54,7 +67,6 @@ BEFORE_THEIR_RULES: dict[str, tuple[int, ...]] = {
     "runs/02_rectangle_test-size-ladder.json": (1, 3),
     "runs/03_phase_transition-grid.json": (5,),
     "runs/03_phase_transition-minilm.json": (5,),
-    "runs/03_phase_transition-mpnet.json": (5,),
     "runs/04_basins-trap-ladder.json": (6,),
     "runs/04_basins-traps.json": (6, 7),
     "runs/05_tube_law-ladder.json": (10, 11),
@@ -89,26 +101,40 @@ def problems(repo: Path, data: Path | None = None) -> list[str]:
         if not path.is_file():
             found.append(f"{rel}: judged by {', '.join(rules)} but not recorded")
             continue
-        prov = read_record(path, keys=("provenance",))["provenance"]
+        record = read_record(path)
+        prov = record["provenance"]
         commit = prov.get("git_commit")
         if not commit or prov.get("git_dirty") is not False:
             found.append(f"{rel}: no clean commit recorded (git_commit={commit!r}, git_dirty={prov.get('git_dirty')!r})")
             continue
-        if subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True).returncode:
-            found.append(f"{rel}: its commit {commit[:12]} is not in this clone's history (a shallow clone? fetch it)")
-            continue
-        for rule in rules:
-            for piece in RULE_CODE[rule]:
-                file, fn = piece.split(":")
-                then = _git_show(repo, commit, f"lib/{file}")
-                if then is None:
-                    found.append(f"{rel}: lib/{file} is not in its commit {commit[:12]} (the rule came after the run)")
-                    continue
-                try:
-                    old = function_source(then, fn, f"lib/{file}@{commit[:12]}")
-                except KeyError as e:
-                    found.append(f"{rel}: {e.args[0]} (the rule came after the run)")
-                    continue
-                if old != function_source((repo / "lib" / file).read_text(), fn, f"lib/{file}"):
-                    found.append(f"{rel}: {piece} changed after the run was recorded at {commit[:12]}; re-record it")
+        # A run that kept rows from an earlier run names each row's commit: those rows were computed
+        # there, so the rule must already be in every one of them, not only in the last.
+        rows = record.get("rows") if isinstance(record.get("rows"), list) else []
+        kept = sorted({r["git_commit"] for r in rows if isinstance(r, dict) and r.get("git_commit")} - {commit})
+        if any(isinstance(r, dict) and r.get("git_dirty") for r in rows):
+            found.append(f"{rel}: a row was computed in a tree with uncommitted changes")
+        found += [p for c in kept for p in _rule_problems(repo, rel, rules, c, "a kept row's commit")]
+        found += _rule_problems(repo, rel, rules, commit)
+    return found
+
+
+def _rule_problems(repo: Path, rel: str, rules: tuple[str, ...], commit: str, whose: str = "its commit") -> list[str]:
+    """How the code of ``rules`` at ``commit`` differs from the code in ``repo`` now, in words."""
+    found = []
+    if subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True).returncode:
+        return [f"{rel}: {whose} {commit[:12]} is not in this clone's history (a shallow clone? fetch it)"]
+    for rule in rules:
+        for piece in RULE_CODE[rule]:
+            file, fn = piece.split(":")
+            then = _git_show(repo, commit, f"lib/{file}")
+            if then is None:
+                found.append(f"{rel}: lib/{file} is not in {whose} {commit[:12]} (the rule came after the run)")
+                continue
+            try:
+                old = function_source(then, fn, f"lib/{file}@{commit[:12]}")
+            except KeyError as e:
+                found.append(f"{rel}: at {whose} {commit[:12]}, {e.args[0]} (the rule came after the run)")
+                continue
+            if old != function_source((repo / "lib" / file).read_text(), fn, f"lib/{file}"):
+                found.append(f"{rel}: {piece} changed since {whose} {commit[:12]}; re-record it")
     return found
