@@ -17,7 +17,7 @@ snapshots at 1k, 3k and 10k), this measures on the same held-out windows, with t
 - per K, the residual's aim at the readout's nearest boundary (:func:`tokendyn.latent.geometry.alignment`)
   and the aligned counterfactual (:func:`tokendyn.latent.geometry.aligned_counterfactual`), on the
   terminal residual of the same roll-in chapter 5 uses (generator seeded ``seed + 300 + K``);
-- per K, the DABI of that terminal residual (:func:`tokendyn.latent.tube.dabi`, cross-entropy against
+- per K, the DABI of that terminal residual (:func:`tokendyn.latent.dabi.residual_dabi`, cross-entropy against
   the clean decode, on the first 128 windows, as chapter 5 and 6 measure the shipped flow's).
 
 Only the flow differs between rungs: every exported rung carries the shipped standardisation and
@@ -44,6 +44,7 @@ from tokendyn.checkpoint import kept_or_computed  # noqa: E402
 from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.latent import geometry, tube  # noqa: E402
 from tokendyn.latent.contextual import LADDER_EVAL, SHIPPED_FLOW, ladder_models, load_context_latent  # noqa: E402
+from tokendyn.latent.dabi import residual_dabi  # noqa: E402
 from tokendyn.latent.flow import fixed_flow_loss  # noqa: E402
 
 LADDER = ROOT / "checkpoints" / "context-latent-ladder"
@@ -70,7 +71,7 @@ def measure(name: str, ctx, steps: list[int], train_steps: int, x1: torch.Tensor
         x_hat, _ = tube.oracle_terminal(flow, x1, k, torch.Generator().manual_seed(seed + 300 + k))
         al = geometry.alignment(x1, x_hat, readout, seed=seed)
         cf = geometry.aligned_counterfactual(x1, x_hat, readout, seed=seed + k)
-        dabi = tube.dabi(ce, x1[:n_dabi], (x_hat - x1)[:n_dabi], torch.Generator().manual_seed(seed + 100 + k))
+        dabi = residual_dabi(ce, x1[:n_dabi], (x_hat - x1)[:n_dabi], torch.Generator().manual_seed(seed + 100 + k))
         rows.append({
             "generator": name, "train_steps": train_steps, "K": k, "s": tf.s, "flow_loss": loss,
             "flips": tf.structured.value, "flips_lo": tf.structured.lo, "flips_hi": tf.structured.hi,

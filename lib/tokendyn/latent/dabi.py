@@ -2,7 +2,7 @@
 
 Paper 2 compares the loss increase of a decoder under a structured, boundary-aligned perturbation
 of norm ``s`` with that under a norm-matched isotropic one: about 1 for smooth image decoders,
-``>> 10^2`` for sharp text readouts. :func:`tokendyn.latent.tube.dabi` scores a generator's own
+``>> 10^2`` for sharp text readouts. :func:`residual_dabi` scores a generator's own
 residual in one number; this module sweeps unit directions over norms, with intervals.
 
 A *latent* here is one row of ``z`` ``[N, d]``. Text: the per-token vectors ``[B, L, d]`` flattened
@@ -178,6 +178,29 @@ def isotropic_directions(shape: Sequence[int], generator: torch.Generator, *,
         raise ValueError(f"shape must end with the dimension d >= 1, got {shape}")
     g = torch.randn(shape, generator=generator, dtype=dtype)
     return (g / g.norm(dim=-1, keepdim=True)).to(device)
+
+
+def isotropic_like(residual: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """A Gaussian direction per latent vector with the same norm as ``residual`` ``[..., d]`` -> ``[..., d]``."""
+    g = torch.randn(residual.shape, generator=generator, dtype=residual.dtype).to(residual.device)
+    return g * (residual.norm(dim=-1, keepdim=True) / g.norm(dim=-1, keepdim=True).clamp_min(1e-12))
+
+
+def residual_dabi(loss: Callable[[torch.Tensor], float], clean: torch.Tensor, residual: torch.Tensor,
+                  generator: torch.Generator) -> float:
+    """DABI of a generator's own residual: the loss increase of ``clean + residual`` over that of
+    ``clean + isotropic`` (norm-matched per vector, one draw). ``clean``/``residual`` ``[..., d]``.
+
+    The same ratio as :func:`dabi`, at each vector's own residual norm instead of a fixed norm
+    along a unit direction field, and without an interval: a generator's score, not a decoder's curve.
+
+    ``loss(z)`` is the decoder's loss against the clean target (cross-entropy for text, pixel MSE
+    for images). About 1 for a smooth decoder; large when the structured residual aims at boundaries.
+    """
+    base = loss(clean)
+    num = loss(clean + residual) - base
+    den = loss(clean + isotropic_like(residual, generator)) - base
+    return float(num / den) if den > 0 else float("inf")
 
 
 @dataclass(frozen=True)

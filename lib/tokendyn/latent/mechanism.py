@@ -45,7 +45,8 @@ from .exact import TokenMixture, token_mixture
 from .flow import noise_scale, noise_to
 from .geometry import alignment
 from .samplers import terminal_start
-from .tube import isotropic_like, sequence_bootstrap
+from .dabi import isotropic_like
+from .tube import sequence_bootstrap
 
 __all__ = ["BIMODAL_TOP2", "BIMODAL_EACH", "PAPER_RATIO", "PAPER_FLIPS", "MapCell", "map_cell", "mechanism_map",
            "latent_separation", "mixture_label", "by_mixture"]

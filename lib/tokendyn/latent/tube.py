@@ -21,6 +21,7 @@ import torch
 
 from ..checks import check_range
 from ..stats import Estimate
+from .dabi import isotropic_like
 from .flow import VelocityNet, noise_scale, noise_to
 from .samplers import ode_sample, posterior_mean, terminal_start
 
@@ -73,12 +74,6 @@ def flip_rate(reference: torch.Tensor, decoded: torch.Tensor) -> float:
 def unit(v: torch.Tensor) -> torch.Tensor:
     """Each vector of ``v`` ``[..., d]`` scaled to norm 1 (a zero vector stays zero) -> ``[..., d]``."""
     return v / v.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-
-
-def isotropic_like(residual: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """A Gaussian direction per latent vector with the same norm as ``residual`` ``[..., d]`` -> ``[..., d]``."""
-    g = torch.randn(residual.shape, generator=generator, dtype=residual.dtype).to(residual.device)
-    return g * (residual.norm(dim=-1, keepdim=True) / g.norm(dim=-1, keepdim=True).clamp_min(1e-12))
 
 
 @torch.no_grad()
@@ -283,20 +278,6 @@ def curve_spread(curves: dict[int, tuple[Sequence[float], Sequence[float]]], gri
     if not vals:
         raise ValueError("no grid point lies inside every curve's range")
     return float(max(vals))
-
-
-def dabi(loss: Callable[[torch.Tensor], float], clean: torch.Tensor, residual: torch.Tensor,
-         generator: torch.Generator) -> float:
-    """Decoder amplification of boundary-aligned inputs: the loss increase of ``clean + residual``
-    over that of ``clean + isotropic`` (norm-matched per vector). ``clean``/``residual`` ``[..., d]``.
-
-    ``loss(z)`` is the decoder's loss against the clean target (cross-entropy for text, pixel MSE
-    for images). About 1 for a smooth decoder; large when the structured residual aims at boundaries.
-    """
-    base = loss(clean)
-    num = loss(clean + residual) - base
-    den = loss(clean + isotropic_like(residual, generator)) - base
-    return float(num / den) if den > 0 else float("inf")
 
 
 def flip_score(decode: Callable[[torch.Tensor], torch.Tensor], reference: torch.Tensor, x1: torch.Tensor,
