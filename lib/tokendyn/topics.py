@@ -35,7 +35,6 @@ import torch
 from torch import Tensor
 
 from .checks import check_choice, check_range
-from .positions import check_context
 from .stats import Estimate, wilson
 
 __all__ = ["TopicSplit", "topic_split", "content_length", "CentroidClassifier", "fit_centroids",
@@ -566,26 +565,13 @@ def repeated_words(texts: Sequence[str], *, min_letters: int = 4) -> Tensor:
 def ar_nll(ar: Any, texts: Sequence[str], *, batch: int = 16) -> Tensor:
     """Mean negative log-likelihood per token of each text under a causal LM (``ar.model``,
     ``ar.tokenizer``, e.g. :func:`tokendyn.models.load_ar`), each read after ``<|endoftext|>`` (or
-    BOS) -> ``[N]`` float64 nats; ``exp`` of it is the text's perplexity. The log-likelihoods are
-    :func:`tokendyn.evaluation.causal.sequence_log_likelihoods` over right-padded batches."""
-    from .evaluation.causal import right_pad, sequence_log_likelihoods, start_id
+    BOS) -> ``[N]`` float64 nats; ``exp`` of it is the text's perplexity
+    (:func:`tokendyn.evaluation.causal.causal_log_likelihoods` per token, over batches of ``batch``)."""
+    from .evaluation.causal import causal_log_likelihoods, start_id
 
-    texts = list(texts)
-    if not texts:
-        raise ValueError("texts is empty")
     check_range("batch", batch, 1, integer=True)
-    tok, model = ar.tokenizer, ar.model
-    start = start_id(tok)
-    every = [[start] + tok(t, add_special_tokens=False)["input_ids"] for t in texts]
-    longest = max(range(len(every)), key=lambda r: len(every[r]))
-    check_context(model, len(every[longest]), what=f"texts[{longest}]'s {len(every[longest]) - 1} tokens "
-                  "and the start token", allowed="tokens per text, start included")
-    out = []
-    for s in range(0, len(texts), batch):
-        x, att = right_pad(every[s:s + batch])
-        ll = sequence_log_likelihoods(model, x, att).double()
-        out.append(-ll / att[:, 1:].sum(1).clamp_min(1))
-    return torch.cat(out)
+    return -causal_log_likelihoods(ar.model, ar.tokenizer, list(texts), start_id(ar.tokenizer), batch=batch,
+                                   per_token=True)
 
 
 # --- live explorer ---------------------------------------------------------------------------------

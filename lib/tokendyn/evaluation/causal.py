@@ -50,11 +50,28 @@ def sequence_log_likelihoods(model: Any, x: Tensor, att: Tensor) -> Tensor:
     return tok_lp.sum(1).cpu()
 
 
-def causal_log_likelihoods(model: Any, tokenizer: Any, texts: list[str], start_id: int) -> Tensor:
-    """``(N,)`` float32: log p(text) under a causal LM for ``N`` texts, each read after the token
-    ``start_id`` (one right-padded batch, :func:`sequence_log_likelihoods`)."""
-    x, att = right_pad([[start_id] + tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts])
-    return sequence_log_likelihoods(model, x, att)
+def causal_log_likelihoods(model: Any, tokenizer: Any, texts: list[str], start_id: int, *, batch: int | None = None,
+                           per_token: bool = False) -> Tensor:
+    """``(N,)``: log p(text) under a causal LM for ``N`` texts, each read after the token ``start_id``
+    (right-padded batches of ``batch`` texts, all in one when ``None``; :func:`sequence_log_likelihoods`).
+    float32 sums; with ``per_token``, float64 means per text token (``-`` of it: the text's NLL in
+    nats, ``exp`` of that its perplexity). A text longer than the model's context raises
+    ``ValueError`` naming it, before any compute."""
+    texts = list(texts)
+    if not texts:
+        raise ValueError("texts is empty")
+    check_range("batch", batch if batch is not None else len(texts), 1, integer=True)
+    every = [[start_id] + tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    longest = max(range(len(every)), key=lambda r: len(every[r]))
+    check_context(model, len(every[longest]), what=f"texts[{longest}]'s {len(every[longest]) - 1} tokens "
+                  "and the start token", allowed="tokens per text, start included")
+    step = batch or len(every)
+    out = []
+    for s in range(0, len(every), step):
+        x, att = right_pad(every[s:s + step])
+        ll = sequence_log_likelihoods(model, x, att)
+        out.append(ll.double() / att[:, 1:].sum(1).clamp_min(1) if per_token else ll)
+    return torch.cat(out)
 
 
 def start_id(tokenizer: Any) -> int:
