@@ -93,7 +93,7 @@ def test_arrhenius_slope_tends_to_minus_the_smallest_margin():
     m = field_model([[1.3, 0.0, -5.0], [2.0, 0.4, 0.0], [0.9 + 1.3, 0.9, 0.0]])  # margins 1.3, 1.6, 1.3
     x = torch.tensor([[0, 0, 0]])
     L = all_logits(m, x)
-    slope, icpt = traps.arrhenius_limit(L, x)
+    slope, icpt = traps.arrhenius_asymptote(L, x)
     assert abs(float(slope[0]) + 1.3) < 1e-12 and abs(float(icpt[0]) - math.log(2 / 3)) < 1e-12
     taus = [0.02, 0.025, 0.03]
     fit = traps.arrhenius_fit(taus, traps.leave_curve(L, x, taus))
@@ -376,11 +376,11 @@ def test_trap_figures_build_valid_specs_with_the_right_rows():
                           for m in ("a", "b") for tau in (0.3, 1.0) for k in range(3)])
     law = pd.DataFrame([{"model": m, "tau": tau, "median": 4.0 / tau, "median lo": 2.0 / tau, "median hi": 6.0 / tau,
                          "ratio": 1.0, "ratio lo": 0.9, "ratio hi": 1.1} for m in ("a", "b") for tau in (0.3, 1.0)])
-    spec = basins.dwell_law(exact, law).to_dict()
+    spec = basins.dwell_law_panels(exact, law).to_dict()
     rows = [r for d in spec["datasets"].values() for r in d]
     assert sum("exact dwell 1/q" in r for r in rows) == 12 and sum("ratio" in r for r in rows) == 4
     with pytest.raises(ValueError, match=r"law lacks columns \['ratio lo'\]"):
-        basins.dwell_law(exact, law.drop(columns="ratio lo"))
+        basins.dwell_law_panels(exact, law.drop(columns="ratio lo"))
     basin = pd.DataFrame({"model": "a", "tau": [0.05, 0.1], "trap": [0, 0], "text": "x", "censored": [True, False],
                           "exact": [10.0, 5.0], "stay": [300.0, 40.0]})
     spec = basins.trap_dwells(basin, ["exact", "stay"], "stay").to_dict()

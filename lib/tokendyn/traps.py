@@ -15,7 +15,7 @@ The exp(1/tau) law
     As ``tau -> 0``, ``q(tau) ~ (k/n) exp(-m/tau)`` with ``m`` the smallest margin and ``k`` the
     number of (site, token) pairs that attain it, so on an Arrhenius plot (``log q`` against
     ``1/tau``) the slope tends to ``-m`` and the intercept to ``log(k/n)``
-    (:func:`arrhenius_fit`, :func:`arrhenius_limit`). The uniform-margin bound of the paper,
+    (:func:`arrhenius_fit`, :func:`arrhenius_asymptote`). The uniform-margin bound of the paper,
     ``q <= (|V| - 1) exp(-m/tau)``, is the line every trap stays under (:func:`log_margin_bound`).
     The dwell in the exact state is Geometric(q): :func:`dwell_check` compares observed dwells
     (censored at the budget) with it, through the restricted mean ``E[min(T, S + 1)]``, which is
@@ -63,7 +63,7 @@ from .stats import Estimate, bootstrap
 
 __all__ = ["margins", "is_perfect_trap", "GreedyTraps", "greedy_traps", "verify_traps", "TrapRecord",
            "trap_records", "log_exit_probabilities", "log_leave_probability", "leave_curve",
-           "ArrheniusFit", "arrhenius_fit", "arrhenius_limit", "log_margin_bound", "margin_bound",
+           "ArrheniusFit", "arrhenius_fit", "arrhenius_asymptote", "log_margin_bound", "margin_bound",
            "closest_leave_temperature", "tau_for_dwell",
            "restricted_mean_geometric", "geometric_survival", "DwellCheck", "dwell_check", "first_exit_times",
            "KineticRun", "kinetic_sample", "state_at", "hamming_dwell", "HeldStates",
@@ -318,7 +318,7 @@ def arrhenius_fit(taus: Sequence[float], log_q: Tensor) -> ArrheniusFit:
     return ArrheniusFit(slope=slope, intercept=y.mean(0) - slope * u.mean(), taus=taus)
 
 
-def arrhenius_limit(logits: Tensor, x: Tensor, *, rel_tol: float = 1e-9) -> tuple[Tensor, Tensor]:
+def arrhenius_asymptote(logits: Tensor, x: Tensor, *, rel_tol: float = 1e-9) -> tuple[Tensor, Tensor]:
     """The ``tau -> 0`` asymptote of ``log q`` for perfect traps: ``(slope, intercept)`` ``[B]``
     float64 with ``slope = -m`` (the smallest margin) and ``intercept = log(k / n)``, ``k`` the number
     of (site, token) pairs within ``rel_tol`` of that margin."""

@@ -4,7 +4,7 @@ A chapter's chart cell is its caption (:func:`tokendyn.plotting.caption`, narrat
 chapter) and one call here. Modules are named by concept, not by chapter.
 """
 
-from .basins import (arrhenius_collapse, arrhenius_lines, attractor_vs_null, basin_vs_exact, corpus_ablation, dwell_law, dwell_vs_geometric, embedding_paths,
+from .basins import (arrhenius_collapse, arrhenius_lines, attractor_vs_null, basin_vs_exact, corpus_ablation, dwell_law_panels, dwell_vs_geometric, embedding_paths,
                      group_boxplot, path_explorer, region_time, repetition_paths, trap_depth, trap_dwells)
 from .dabi import dabi_curves, flip_contrast, taxonomy
 from .drift import drift_panels
@@ -25,7 +25,7 @@ from .tube import (cliff, generation_perplexity, generator_ladder, image_rollin,
                    residual_aim, residual_direction, rollin_flips, terminal_flips, terminal_intervals, tube_mass, tube_prediction)
 
 __all__ = ["residual_aim", "scoreboard", "ablation_panels", "interface_scaling", "intervention_flips", "ode_sde_curves", "ode_sde_ladder",
-           "arrhenius_collapse", "arrhenius_lines", "attractor_vs_null", "basin_vs_exact", "corpus_ablation", "dwell_law", "dwell_vs_geometric", "embedding_paths",
+           "arrhenius_collapse", "arrhenius_lines", "attractor_vs_null", "basin_vs_exact", "corpus_ablation", "dwell_law_panels", "dwell_vs_geometric", "embedding_paths",
            "group_boxplot", "path_explorer", "region_time", "repetition_paths", "trap_depth", "trap_dwells",
            "dabi_curves", "flip_contrast", "taxonomy", "drift_panels", "topic_map", "topic_similarity", "influence_curves", "influence_matrix",
            "coupling_anchor", "distance_to_stationarity", "dwell_survival", "paired_survival",

@@ -20,7 +20,7 @@ from ._style import need_columns
 
 __all__ = ["arrhenius_lines", "arrhenius_collapse", "trap_depth", "dwell_vs_geometric", "trap_dwells",
            "repetition_paths", "region_time", "group_boxplot", "embedding_paths", "path_explorer",
-           "corpus_ablation", "dwell_law", "basin_vs_exact", "attractor_vs_null"]
+           "corpus_ablation", "dwell_law_panels", "basin_vs_exact", "attractor_vs_null"]
 
 
 def arrhenius_lines(arr: pd.DataFrame) -> alt.FacetChart:
@@ -82,7 +82,7 @@ def dwell_vs_geometric(dwell: pd.DataFrame) -> alt.FacetChart:
         title="Dwell in the exact trap state against Geometric(q)")
 
 
-def dwell_law(exact: pd.DataFrame, law: pd.DataFrame, *, mark: float = 1000.0) -> alt.HConcatChart:
+def dwell_law_panels(exact: pd.DataFrame, law: pd.DataFrame, *, mark: float = 1000.0) -> alt.HConcatChart:
     """The dwell law at a few temperatures, two panels. Left: the exact dwell ``1/q`` of every trap
     (``exact``: one row per (model, tau, trap) with ``exact dwell 1/q``) on a log scale, with each
     model's median and its interval (``law``: ``median``, ``median lo``, ``median hi``) and a rule at
