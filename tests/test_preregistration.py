@@ -77,6 +77,21 @@ def test_rows_kept_from_before_the_rule_fail(toy_repo):
     assert "uncommitted changes" in pre.problems(toy_repo)[0]
 
 
+def test_a_rule_that_only_moved_is_followed(toy_repo, monkeypatch):
+    """A module split after the run: the function is looked up where it was, and compared by content."""
+    _record(toy_repo, _git(toy_repo, "rev-parse", "HEAD"))
+    (toy_repo / "lib" / "tokendyn" / "rules").mkdir()
+    (toy_repo / "lib" / "tokendyn" / "verdicts.py").rename(toy_repo / "lib" / "tokendyn" / "rules" / "core.py")
+    monkeypatch.setattr(pre, "RULE_CODE", {"rule": ("tokendyn/rules/core.py:rule",)})
+    (found,) = pre.problems(toy_repo)
+    assert "lib/tokendyn/rules/core.py is not in its commit" in found
+    monkeypatch.setattr(pre, "FORMERLY", {"tokendyn/rules/core.py": ("tokendyn/verdicts.py",)})
+    assert pre.problems(toy_repo) == []
+    (toy_repo / "lib" / "tokendyn" / "rules" / "core.py").write_text("def rule(x):\n    return x > 3\n")
+    (found,) = pre.problems(toy_repo)
+    assert "changed since its commit" in found
+
+
 def test_a_dirty_or_missing_run_fails(toy_repo):
     _record(toy_repo, _git(toy_repo, "rev-parse", "HEAD"), dirty=True)
     assert "no clean commit" in pre.problems(toy_repo)[0]

@@ -29,7 +29,8 @@ RULE_CODE: dict[str, tuple[str, ...]] = {
                 "tokendyn/diagnostics/bootstrap.py:censor_at", "tokendyn/diagnostics/bootstrap.py:bootstrap_medians",
                 "tokendyn/diagnostics/bootstrap.py:crossover_draws", "tokendyn/diagnostics/bootstrap.py:rise_probability",
                 "tokendyn/diagnostics/survival.py:median_times"),
-    "claim_6": ("tokendyn/verdicts.py:claim_6", "tokendyn/traps.py:basin_dwell", "tokendyn/traps.py:basin_exit_times"),
+    "claim_6": ("tokendyn/verdicts.py:claim_6", "tokendyn/traps/dwell.py:basin_dwell",
+                "tokendyn/traps/dwell.py:basin_exit_times"),
     "exact_generator_regime": ("tokendyn/verdicts.py:exact_generator_regime", "tokendyn/latent/mechanism.py:map_cell",
                                "tokendyn/latent/tube.py:sequence_bootstrap"),
     "claim_8": ("tokendyn/verdicts.py:claim_8", "tokendyn/topics.py:attractor_test",
@@ -46,6 +47,12 @@ RULE_CODE: dict[str, tuple[str, ...]] = {
                  "tokendyn/evaluation/generation.py:pooled_perplexity"),
     "claim_14": ("tokendyn/verdicts.py:claim_14", "tokendyn/evaluation/generation.py:entropy_matched_perplexity"),
     "claim_15": ("tokendyn/verdicts.py:claim_15",),
+}
+
+# A module that moved: its path now -> the paths it had before, newest first. The rule code is
+# compared by content, so a function that only moved (same source) is still the rule its run had.
+FORMERLY: dict[str, tuple[str, ...]] = {
+    "tokendyn/traps/dwell.py": ("tokendyn/traps.py",),
 }
 
 # Recorded run (under data/) -> the rules that judge it, each committed before the run.
@@ -126,14 +133,18 @@ def _rule_problems(repo: Path, rel: str, rules: tuple[str, ...], commit: str, wh
     for rule in rules:
         for piece in RULE_CODE[rule]:
             file, fn = piece.split(":")
-            then = _git_show(repo, commit, f"lib/{file}")
-            if then is None:
-                found.append(f"{rel}: lib/{file} is not in {whose} {commit[:12]} (the rule came after the run)")
-                continue
-            try:
-                old = function_source(then, fn, f"lib/{file}@{commit[:12]}")
-            except KeyError as e:
-                found.append(f"{rel}: at {whose} {commit[:12]}, {e.args[0]} (the rule came after the run)")
+            old, missing = None, f"lib/{file} is not in {whose} {commit[:12]}"
+            for where in (file, *FORMERLY.get(file, ())):  # where the function lived then
+                then = _git_show(repo, commit, f"lib/{where}")
+                if then is None:
+                    continue
+                try:
+                    old = function_source(then, fn, f"lib/{where}@{commit[:12]}")
+                    break
+                except KeyError as e:
+                    missing = f"at {whose} {commit[:12]}, {e.args[0]}"
+            if old is None:
+                found.append(f"{rel}: {missing} (the rule came after the run)")
                 continue
             if old != function_source((repo / "lib" / file).read_text(), fn, f"lib/{file}"):
                 found.append(f"{rel}: {piece} changed since {whose} {commit[:12]}; re-record it")
