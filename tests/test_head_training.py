@@ -7,6 +7,7 @@ asset would be, with a manifest of its own, so that the loader, the registry run
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -238,7 +239,7 @@ def test_one_pass_fills_every_rung_of_an_encoder_as_its_own_run_would(tiny_asset
     rungs = [r for r, (f, _) in shipped.HEAD_LADDER.items() if f == "mpnet"]
     assert len(rungs) >= 3
     for r in rungs:
-        _run(head.replace(s, model=r), own / r, cache_only=True)
+        _run(dataclasses.replace(s, model=r), own / r, cache_only=True)
         for part in ("cache_train", "cache_val"):
             a = json.loads((fam / r / part / head.MANIFEST).read_text())
             b = json.loads((own / r / part / head.MANIFEST).read_text())
@@ -248,7 +249,7 @@ def test_one_pass_fills_every_rung_of_an_encoder_as_its_own_run_would(tiny_asset
     top = head.load_cache(fam / "ladder-mpnet-l12" / "cache_train")
     assert torch.equal(six.targets, top.targets) and not torch.equal(six.h, top.h)
     with pytest.raises(ValueError, match="top_layers=1"):
-        head.cache_family(head.replace(s, top_layers=1), fam, **kw)
+        head.cache_family(dataclasses.replace(s, top_layers=1), fam, **kw)
 
 
 def test_the_base_size_model_loads_offline_from_the_registry_and_fills_a_blank():
