@@ -2,6 +2,7 @@
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -97,6 +98,21 @@ def test_a_dirty_checkout_records_nothing_under_data(tmp_path, monkeypatch):
     assert results.load_rows(results.save_rows(target, [{"x": 1}], kind="k", command="c", params={}, seed=0,
                                                models=[]))[1]["provenance"]["git_dirty"] is True
     results.check_recordable(target, dirty=False)
+
+
+def test_a_record_names_the_checkout_whose_code_ran(tmp_path, monkeypatch):
+    """A worktree whose tokendyn comes from another checkout's editable install would stamp its own
+    commit on code it did not run: refused before any compute, and git_state reads the library's."""
+    from tokendyn import paths
+    data = tmp_path / "data"
+    monkeypatch.setenv("TOKENDYN_DATA", str(data))
+    monkeypatch.setattr(paths, "repo_root", lambda: tmp_path / "other-worktree")
+    with pytest.raises(results.RecordError, match="with the library imported from"):
+        results.check_recordable(data / "runs" / "r.json", dirty=False)
+    results.check_recordable(tmp_path / "elsewhere.json", dirty=False)   # not a record: allowed
+    monkeypatch.setattr(paths, "repo_root", paths.library_root)
+    results.check_recordable(data / "runs" / "r.json", dirty=False)
+    assert paths.library_root() == Path(results.__file__).resolve().parents[2]
 
 
 # Recorded before their commit was kept in the record; the list only shrinks.

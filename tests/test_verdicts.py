@@ -143,6 +143,22 @@ def test_compare_shapes_tells_n_log_n_from_n_to_the_1_5():
         compare_shapes({8: _times(NLOGN)[8], 16: _times(NLOGN)[16]})
 
 
+def test_a_temperature_that_never_couples_reads_did_not_couple():
+    """A recorded grid with a cold tau (nothing couples at any length) still gets its comparisons:
+    the cold one says 'did not couple' instead of failing the run, and the hot ones are fitted."""
+    import torch
+    from tokendyn.diagnostics import compare_shapes, shapes_by_model
+    hot = _times(NLOGN)
+    cold = {n: (torch.full((32,), float(round(30 * n * math.log(n)))), torch.ones(32, dtype=torch.bool)) for n in hot}
+    cells = {("m", n, 5.0): tc for n, tc in hot.items()} | {("m", n, 1.0): tc for n, tc in cold.items()}
+    got = shapes_by_model(cells, ["m"], [1.0, 5.0])["m"]
+    assert not got[1.0].medians_finite and math.isnan(got[1.0].log_lr) and got[1.0].n_censored == 5 * 32
+    assert got[5.0] == compare_shapes(hot)
+    assert "did not couple" in V.claim_4({"m": {1.5: got[5.0], 5.0: got[1.0]}}).reason
+    with pytest.raises(ValueError, match="two distinct uncensored"):
+        compare_shapes(cold)  # the fit itself still refuses
+
+
 def test_claim_4():
     from tokendyn.diagnostics import compare_shapes
     law = compare_shapes(_times(NLOGN))

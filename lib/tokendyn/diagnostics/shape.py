@@ -137,8 +137,28 @@ def shapes_by_model(cells: Mapping[tuple[str, int, float], tuple[torch.Tensor, t
         for t in taus:
             by_n = {n: tc for (mm, n, tt), tc in cells.items() if mm == m and tt == t}
             if by_n:
-                out.setdefault(m, {})[float(t)] = compare_shapes(by_n, power=power)
+                out.setdefault(m, {})[float(t)] = _no_fit(by_n, power) or compare_shapes(by_n, power=power)
     return out
+
+
+def _no_fit(cells: Mapping[int, tuple[torch.Tensor, torch.Tensor]], power: float) -> ShapeComparison | None:
+    """A temperature too cold to fit: fewer than two distinct coupled times over all its lengths (no
+    likelihood has a scale to fit), so no median can lie inside its budget either. Its comparison
+    says *did not couple* (``medians_finite`` False, the fits NaN) instead of failing the whole run;
+    any other cell (None here) is fitted."""
+    if len(cells) < 3:
+        return None  # compare_shapes says why
+    _, lt, cen = _stack(cells)
+    if np.unique(lt[~cen]).size >= 2:
+        return None
+    medians = [float(np.median(np.where(torch.as_tensor(c, dtype=torch.bool).numpy(), np.inf,
+                                        torch.as_tensor(T, dtype=torch.float64).numpy()))) for T, c in cells.values()]
+    if all(math.isfinite(v) for v in medians):
+        return None  # every median coupled on one repeated time: let the fit say what is wrong
+    nan = math.nan
+    return ShapeComparison(power=float(power), loglik_nlogn=nan, loglik_power=nan, log_lr=nan, C=nan, sigma=nan,
+                           p=nan, p_lo=nan, p_hi=nan, medians_finite=False, ns=tuple(int(k) for k in sorted(cells)),
+                           n_times=int(lt.size), n_censored=int(cen.sum()))
 
 
 def shape_words(shapes: Mapping[float, ShapeComparison]) -> str:
