@@ -5,11 +5,14 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,3 +40,36 @@ def run_scripts(calls: list[tuple[str, list[str]]],
         stdout, stderr = p.communicate(timeout=timeout)
         out.append(subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr))
     return out
+
+
+def killed_then_resumed(mod: ModuleType, work: str, fake: Callable[..., Any], argv: list[str], out: Path,
+                        tmp_path: Path, monkeypatch: Any, *, kill_at: int, kept: str, n_kept: int) -> tuple[list[Any], dict]:
+    """A recording script killed mid-run, then run again with the same command: what both runs
+    share in every ``record_*`` script's resume test.
+
+    ``mod.<work>`` (the script's unit of work: a model, a batch) is replaced by ``fake`` and its
+    ``ROOT`` by ``tmp_path``; the ``kill_at``-th call (1-based) raises ``KeyboardInterrupt``. Asserts
+    that the killed run wrote no record and kept ``n_kept`` checkpoints matching ``kept`` (a glob
+    under ``tmp_path/checkpoints``), and that the second run succeeds. Returns the arguments of
+    every call (both runs, the killed one included) and the record, for the script's own checks."""
+    calls: list[Any] = []
+
+    def once(*args: Any) -> Any:
+        calls.append(args)
+        if len(calls) == kill_at:
+            raise KeyboardInterrupt  # killed while this unit runs
+        return fake(*args)
+
+    monkeypatch.setattr(mod, "ROOT", tmp_path)
+    monkeypatch.setattr(mod, work, once)
+    try:
+        mod.main(argv)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError(f"{mod.__name__}: the run was not killed at call {kill_at}")
+    assert not out.exists(), f"{mod.__name__}: a killed run wrote its record"
+    got = sorted((tmp_path / "checkpoints").glob(kept))
+    assert len(got) == n_kept, f"{mod.__name__}: {len(got)} checkpoints {kept}, expected {n_kept}"
+    assert mod.main(argv) == 0
+    return calls, json.loads(out.read_text())

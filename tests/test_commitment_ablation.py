@@ -1,8 +1,6 @@
 """Claim 13's statistics and rule on constructed texts, and scripts/record_commitment.py's resume
 and parameter errors (no model is loaded)."""
 
-import json
-
 import numpy as np
 import pytest
 
@@ -10,7 +8,7 @@ from tokendyn import verdicts as V
 from tokendyn.evaluation.ablation import commitment_effect, commitment_effects
 from tokendyn.evaluation.generation import seq_rep
 from tokendyn.stats import Estimate
-from script_runs import load_script
+from script_runs import killed_then_resumed, load_script
 
 
 def test_seq_rep_counts_repeated_four_grams_at_any_distance():
@@ -98,29 +96,20 @@ def load():
 
 def test_record_commitment_resumes_batch_by_batch_and_records_its_command(tmp_path, monkeypatch):
     rc = load()
-    monkeypatch.setattr(rc, "ROOT", tmp_path)
     monkeypatch.setattr(rc, "Models", lambda args: None)
-    calls = []
 
-    def once(m, kind, variant, seed, args):
-        calls.append((kind, variant, seed))
-        if len(calls) == 3:
-            raise KeyboardInterrupt           # killed in the third batch
+    def decoded(m, kind, variant, seed, args):
         judges = {"smollm2-135m": {"nll": [1.0, 2.0], "count": [3, 4]}}
         if kind == rc.AR:
             judges["mpnet-base-mlm"] = {"nll": [5.0, 6.0], "count": [3, 4]}
         return {"texts": ["a", "b"], "tokens": [[1, 2], [3, 4]], "cci": 1.0, "precision": "float32",
                 "judges": judges, "seconds": 1.0}
 
-    monkeypatch.setattr(rc, "batch", once)
     out = tmp_path / "rec.json"
     argv = ["--seeds", "2", "--per-seed", "2", "--tokens", "8", "--diffusion-steps", "4", "--out", str(out)]
-    with pytest.raises(KeyboardInterrupt):
-        rc.main(argv)
-    assert not out.exists() and len(list((tmp_path / "checkpoints" / "commitment").glob("*.json"))) == 2
-    assert rc.main(argv) == 0
+    calls, rec = killed_then_resumed(rc, "batch", decoded, argv, out, tmp_path, monkeypatch,
+                                     kill_at=3, kept="commitment/*.json", n_kept=2)
     assert len(calls) == 3 + 6                # the two kept batches are not decoded again
-    rec = json.loads(out.read_text())
     assert [(r["generator"], r["variant"], r["judge"]) for r in rec["rows"]] == [
         ("smollm2-135m", "committed", "mpnet-base-mlm"), ("smollm2-135m", "ablated", "mpnet-base-mlm"),
         ("minilm-mlm", "committed", "smollm2-135m"), ("minilm-mlm", "ablated", "smollm2-135m")]

@@ -1,10 +1,8 @@
 """scripts/record_attractor.py: a killed run resumes model by model, bad input fails before any
 compute, and the record carries its command, its reference row and provenance."""
 
-import json
-
 import pytest
-from script_runs import load_script
+from script_runs import killed_then_resumed, load_script
 
 
 def load():
@@ -18,26 +16,18 @@ class FakeReference:
 
 def test_record_attractor_resumes_per_model_and_records_its_command(tmp_path, monkeypatch):
     ra = load()
-    monkeypatch.setattr(ra, "ROOT", tmp_path)
     monkeypatch.setattr(ra, "Reference", FakeReference)
-    calls = []
 
-    def once(name, role, args, ref, taus, bf16):
-        calls.append((name, role, bf16))
-        if name == "b" and len(calls) == 2:
-            raise KeyboardInterrupt      # killed while the second model runs
+    def row(name, role, args, ref, taus, bf16):
         return {"model": name, "role": role, "labels_gated": [[0], [4]], "cpu_seconds": 1.0, "wall_seconds": 1.0}
 
-    monkeypatch.setattr(ra, "chain_row", once)
     out = tmp_path / "rec.json"
     argv = ["--models", "a,b", "--ablation", "c", "--ablation-with", "b", "--bf16", "a", "--chains", "2",
             "--steps", "20", "--embed-every", "10", "--segment", "10", "--out", str(out)]
-    with pytest.raises(KeyboardInterrupt):
-        ra.main(argv)
-    assert not out.exists() and len(list((tmp_path / "checkpoints" / "attractor").glob("a-*.json"))) == 1
-    assert ra.main(argv) == 0
-    assert calls == [("a", "claim", True), ("b", "claim", False), ("b", "claim", False), ("c", "ablation", False)]
-    rec = json.loads(out.read_text())
+    calls, rec = killed_then_resumed(ra, "chain_row", row, argv, out, tmp_path, monkeypatch,
+                                     kill_at=2, kept="attractor/a-*.json", n_kept=1)
+    assert [(c[0], c[1], c[5]) for c in calls] == [("a", "claim", True), ("b", "claim", False), ("b", "claim", False),
+                                                   ("c", "ablation", False)]
     assert [r["model"] for r in rec["rows"]] == ["reference", "a", "b", "c"]
     assert rec["kind"] == "long chains through topic regions"
     assert "--models a,b --ablation c --ablation-with b --bf16 a" in rec["command"] and "--steps 20" in rec["command"]
