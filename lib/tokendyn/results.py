@@ -14,6 +14,7 @@ import os
 import platform
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -206,6 +207,38 @@ def load_run(path: str | Path) -> tuple[dict[tuple[str, int, float], tuple[torch
                                               torch.tensor(c["censored"], dtype=torch.bool))
              for c in record["cells"]}
     return cells, {"command": record["command"], "provenance": record["provenance"]}
+
+
+def load_recorded_grids(rels: Sequence[str], *, top_tau: float, max_budget: float
+                        ) -> tuple[dict[str, tuple[dict, dict[str, Any]]], dict[str, str], dict[str, tuple], list[str]]:
+    """Chapter 3's recorded runs (paths under ``data/``, :func:`save_run` records) for reading beside
+    its live run. A missing file is skipped (said so); a run without ``top_tau`` (``tau*`` is read
+    against it) or without budgets up to ``max_budget`` raises ``ValueError`` naming it.
+
+    Returns ``(recorded, run_label, sources, lines)``: ``recorded[label] = (cells, meta)``;
+    ``run_label[rel] = label`` (the run's file name too, so two runs of one model with the same
+    pairs get different labels); ``sources[label] = (cells, models, lengths, taus up to top_tau)``
+    (:data:`tokendyn.diagnostics.Source`, its hotter cells kept in ``cells``); ``lines``: what was
+    read, with each run's command, seed, version and commit, for the page."""
+    recorded, run_label, sources, lines = {}, {}, {}, []
+    for rel in rels:
+        path = data_dir() / rel
+        if not path.is_file():
+            lines.append(f"recorded run {rel}: not in data/, skipped")
+            continue
+        cells, meta = load_run(path)
+        rec = meta["provenance"]["params"]
+        if max(rec["budget_factors"]) < max_budget or top_tau not in rec["taus"]:
+            raise ValueError(f"recorded_runs: {rel!r} was made with taus {rec['taus']} and budgets "
+                             f"{rec['budget_factors']}: it needs this chapter's top tau {top_tau:g} (tau* is read "
+                             f"against it) and budgets up to {max_budget}")
+        label = f"recorded {rel.rsplit('-', 1)[-1].removesuffix('.json')}: {', '.join(rec['mlm_names'])}, {rec['n_pairs']} pairs"
+        recorded[label], run_label[rel] = (cells, meta), label
+        sources[label] = (cells, list(rec["mlm_names"]), list(rec["ns"]), sorted(t for t in rec["taus"] if t <= top_tau))
+        lines += [f"{label} | {rel} | made by: {meta['command']}",
+                  f"  seed {meta['provenance']['seed']} | tokendyn {meta['provenance']['tokendyn_version']} "
+                  f"| commit {(meta['provenance'].get('git_commit') or 'not recorded')[:12]} | ns {rec['ns']} | taus {rec['taus']}"]
+    return recorded, run_label, sources, lines
 
 
 def row_stamp(name: str) -> dict[str, Any]:

@@ -25,7 +25,13 @@ from .survival import as_1d, median_times
 K = TypeVar("K", bound=Hashable)
 
 __all__ = ["censor_at", "bootstrap_medians", "median_draws_interval", "Crossover", "crossover_draws",
-           "rise_probability", "scaling_C_interval", "shape_slope_interval", "scaling_table"]
+           "rise_probability", "scaling_C_interval", "shape_slope_interval", "scaling_table", "Source",
+           "crossover_table", "crossover_by_blowup"]
+
+Cells = Mapping[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]]
+Source = tuple[Cells, Sequence[str], Sequence[int], Sequence[float]]
+"""One run's coupling times ``{(model, n, tau): (times, censored)}`` with its models, lengths and the
+temperatures to read ``tau*`` on."""
 
 
 def censor_at(times: torch.Tensor, censored: torch.Tensor, budget: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -186,3 +192,62 @@ def scaling_table(cells: Mapping[tuple[str, int, float], tuple[torch.Tensor, tor
                                "lo": min(lo / n_log_n(n), cap), "hi": min(hi / n_log_n(n), cap),
                                "censored": not math.isfinite(r)})
     return fits, ratios
+
+
+def _cut_medians(cells: Cells, budget_factor: float, *, n_boot: int, seed: int
+                 ) -> tuple[dict[tuple[str, int, float], float], dict[tuple[str, int, float], np.ndarray]]:
+    """Medians and their bootstrap draws of every cell, re-censored at ``budget_factor`` n ln n."""
+    cut = {k: censor_at(T, c, int(round(budget_factor * n_log_n(k[1])))) for k, (T, c) in cells.items()}
+    return median_times(cut), bootstrap_medians(cut, n_boot=n_boot, seed=seed)
+
+
+def crossover_table(sources: Mapping[str, Source], budget_factors: Sequence[float], *, blowup: float, n_boot: int,
+                    seed: int, min_grid: int = 4
+                    ) -> tuple[list[dict], dict[tuple[str, str, float], float], dict[tuple[str, str, float], dict[int, Crossover]]]:
+    """``tau*(n)`` of every run, model and budget: chapter 3's crossover survey.
+
+    For each source (label -> :data:`Source`; a recorded run on fewer than ``min_grid``
+    temperatures gives the n log n shape, not a crossover, and is skipped unless it is ``"live"``),
+    each budget in ``budget_factors`` (times n ln n: the run re-censored there, exactly the run that
+    budget would have given) and each model: :func:`crossover_draws` at every length, and
+    :func:`rise_probability` from the first length to the last. Returns ``(rows, rises, draws)``:
+    one row ``{source, model, n, budget_factor, tau_below, tau_star, lo, hi}`` per length;
+    ``rises[(source, model, budget)]``; ``draws[(source, model, budget)] = {n: Crossover}``.
+    """
+    rows: list[dict] = []
+    rises: dict[tuple[str, str, float], float] = {}
+    draws: dict[tuple[str, str, float], dict[int, Crossover]] = {}
+    for source, (cells, names, lengths, grid) in sources.items():
+        if source != "live" and len(grid) < min_grid:
+            continue
+        for bf in budget_factors:
+            med, boot = _cut_medians(cells, bf, n_boot=n_boot, seed=seed)
+            for name in names:
+                cr = {n: crossover_draws({t: med[(name, n, t)] for t in grid}, {t: boot[(name, n, t)] for t in grid},
+                                         n, blowup=blowup) for n in lengths}
+                rises[(source, name, bf)] = rise_probability(cr[lengths[0]], cr[lengths[-1]])
+                draws[(source, name, bf)] = cr
+                rows += [{"source": source, "model": name, "n": n, "budget_factor": bf, "tau_below": c.tau_below,
+                          "tau_star": c.tau_star, "lo": c.lo, "hi": c.hi} for n, c in cr.items()]
+    return rows, rises, draws
+
+
+def crossover_by_blowup(sources: Mapping[str, Source], budget_factor: float, blowups: Sequence[float], *,
+                        n_boot: int, seed: int, min_grid: int = 4) -> list[dict]:
+    """``tau*(n)`` at each mixing threshold in ``blowups``, every run re-censored at ``budget_factor``
+    n ln n (sources skipped as in :func:`crossover_table`): one row ``{source, model, blowup, n,
+    tau_star, lo, hi}`` per length. A crossover that moves with the threshold belongs to the
+    definition, not to the chain."""
+    rows = []
+    for source, (cells, names, lengths, grid) in sources.items():
+        if source != "live" and len(grid) < min_grid:
+            continue
+        med, boot = _cut_medians(cells, budget_factor, n_boot=n_boot, seed=seed)
+        for name in names:
+            for b in blowups:
+                for n in lengths:
+                    c = crossover_draws({t: med[(name, n, t)] for t in grid}, {t: boot[(name, n, t)] for t in grid},
+                                        n, blowup=b)
+                    rows.append({"source": source, "model": name, "blowup": b, "n": n, "tau_star": c.tau_star,
+                                 "lo": c.lo, "hi": c.hi})
+    return rows
