@@ -156,3 +156,16 @@ def test_an_estimate_is_stored_as_the_dict_a_record_reads_back():
     e = Estimate(1.5, 1.0, 2.0, 40, 0.9)
     assert e.to_dict() == {"value": 1.5, "lo": 1.0, "hi": 2.0, "n": 40}
     assert Estimate(**e.to_dict()) == Estimate(1.5, 1.0, 2.0, 40)   # the level is the default's, 0.95
+
+
+def test_the_exact_anchors_of_chapter_3_hold():
+    """The uniform model couples like the coupon collector, and the Potts toy's coupling survival
+    stays above the exact pair TV (the coupling inequality), at chapter 3's sizes."""
+    budget = {n: int(round(10 * diagnostics.n_log_n(n))) for n in (4, 8)}
+    rows = experiments.coupon_anchor([4, 8], budget, 300, seed=0, n_boot=200)
+    assert [r["n"] for r in rows] == [4, 8] and all(r["censored"] == 0 for r in rows)
+    assert all(r["median_lo"] <= r["exact_median"] <= r["median_hi"] for r in rows)
+    assert all(r["max_abs_gap_survival"] < 1.63 / math.sqrt(300) for r in rows)   # 99% Kolmogorov band
+    potts = experiments.potts_anchor(300, seed=0)
+    assert potts.violations == 0 and potts.pair_tv.shape == potts.d.shape == (301,)
+    assert 0 < potts.t_mix < 300 and bool((potts.pair_tv <= 2 * potts.d + 1e-12).all())   # triangle inequality

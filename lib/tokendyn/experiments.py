@@ -11,21 +11,25 @@ cell and another model or retrained weights never reuse one.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from . import glauber
+from . import glauber, toy
 from .checkpoint import Store
 from .checks import check_range
 from .conditional import ConditionalModel, content_ids, decode
 from .data import passages
+from .diagnostics.bootstrap import bootstrap_medians, median_draws_interval
 from .diagnostics.drift import DriftRun, drift, forgotten_drift
+from .diagnostics.survival import Survival, mixing_time, survival
 from .sampling import check_tau
 
-__all__ = ["coupling_grid", "coupling_drift_grid", "start_states", "drift_readers"]
+__all__ = ["coupling_grid", "coupling_drift_grid", "start_states", "drift_readers", "coupon_anchor", "PottsAnchor",
+           "potts_anchor"]
 
 Times = dict[float, tuple[torch.Tensor, torch.Tensor]]
 
@@ -170,3 +174,58 @@ def drift_readers(loaded: Any, embedder: Any) -> tuple[Callable[[torch.Tensor], 
     from .embedding import embed
 
     return functools.partial(decode, loaded), functools.partial(embed, embedder)
+
+
+def coupon_anchor(ns: Sequence[int], budget: Mapping[int, int], pairs: int, *, seed: int, n_boot: int,
+                  store: Store | None = None) -> list[dict[str, Any]]:
+    """The uniform model's coupling times against the exact coupon-collector law, one row per ``n``.
+
+    ``pairs`` pairs start at all-0 / all-1 (every site different) on ``toy.uniform(n, 4)`` and run
+    ``budget[n]`` steps: the tau -> infinity limit of any chain, where a pair couples once every
+    site has been drawn. A row: the Kaplan-Meier median with its bootstrap interval (``n_boot``),
+    the exact median, the largest gap between the measured and exact survival curves, and the
+    censored pairs."""
+    rows = []
+    for n in ns:
+        uni = toy.uniform(n, 4)
+        xa = torch.zeros(pairs, n, dtype=torch.long)
+        ya = torch.ones(pairs, n, dtype=torch.long)
+        (T, cens), = coupling_grid(uni, xa, ya, taus=[1.0], max_steps=budget[n], seed=seed, store=store,
+                                   key=f"uniform-n{n}", tag={"model": "uniform"}).values()
+        km = survival(T, cens, torch.arange(budget[n] + 1.0))
+        lo, hi = median_draws_interval(bootstrap_medians({n: (T, cens)}, n_boot=n_boot, seed=seed)[n])
+        rows.append({"n": n, "measured_median": km.median(), "median_lo": lo, "median_hi": hi,
+                     "exact_median": toy.coupon_collector_median(n),
+                     "max_abs_gap_survival": float((km.surv - toy.coupon_collector_survival(n, budget[n])).abs().max()),
+                     "censored": int(cens.sum())})
+    return rows
+
+
+@dataclass(frozen=True)
+class PottsAnchor:
+    """A compatible Potts toy (n = 5, q = 3) whose law is exact: ``survival`` of the measured
+    coupling times of the all-0/all-1 pair over ``t`` = 0..steps, ``pair_tv`` ``[steps + 1]`` the
+    exact TV between the two chains' laws (the coupling inequality puts the survival above it),
+    ``d`` ``[steps + 1]`` the exact worst-case distance to stationarity, ``t_mix`` its 1/4 time, and
+    ``violations`` the grid points where the survival falls below ``pair_tv`` by more than 3
+    standard errors."""
+
+    survival: Survival
+    pair_tv: torch.Tensor
+    d: torch.Tensor
+    t_mix: float
+    violations: int
+
+
+def potts_anchor(pairs: int, *, seed: int, steps: int = 300, store: Store | None = None) -> PottsAnchor:
+    """:class:`PottsAnchor` from ``pairs`` coupled pairs run ``steps`` steps (seeded)."""
+    potts = toy.potts_chain(5, 3, coupling=1.5, field=0.3, seed=seed)
+    P = toy.transition_matrix(potts, 1.0)
+    d = toy.tv_to_stationarity(P, toy.stationary(P), steps)
+    x, y = torch.zeros(1, 5, dtype=torch.long), torch.ones(1, 5, dtype=torch.long)
+    pair_tv = toy.pair_tv(P, int(toy.state_index(x, 3)), int(toy.state_index(y, 3)), steps)
+    (T, c), = coupling_grid(potts, x.expand(pairs, 5).clone(), y.expand(pairs, 5).clone(), taus=[1.0],
+                            max_steps=steps, seed=seed, store=store, key="potts", tag={"model": "potts"}).values()
+    km = survival(T, c, torch.arange(steps + 1.0))
+    return PottsAnchor(km, pair_tv, d, mixing_time(d, 0.25),
+                       int(((km.surv + 3 / math.sqrt(pairs)) < pair_tv).sum()))
