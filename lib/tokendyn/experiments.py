@@ -28,8 +28,12 @@ from .diagnostics.drift import DriftRun, drift, forgotten_drift
 from .diagnostics.survival import Survival, mixing_time, survival
 from .sampling import check_tau
 
-__all__ = ["coupling_grid", "coupling_drift_grid", "start_states", "drift_readers", "coupon_anchor", "PottsAnchor",
-           "potts_anchor"]
+__all__ = ["coupling_grid", "coupling_drift_grid", "start_states", "drift_readers", "survey", "coupon_anchor",
+           "PottsAnchor", "potts_anchor"]
+
+# Chapter 3's pairs: one chain from each of two disjoint topic groups, so every pair starts far apart.
+FIRST_TOPICS = ("health", "sports", "food")
+SECOND_TOPICS = ("politics", "science", "history")
 
 Times = dict[float, tuple[torch.Tensor, torch.Tensor]]
 
@@ -174,6 +178,35 @@ def drift_readers(loaded: Any, embedder: Any) -> tuple[Callable[[torch.Tensor], 
     from .embedding import embed
 
     return functools.partial(decode, loaded), functools.partial(embed, embedder)
+
+
+def survey(mlms: Mapping[str, tuple[Any, ConditionalModel]], embedder: Any, ns: Sequence[int], *,
+           taus: Sequence[float], budget: Mapping[int, int], drift_budget: Mapping[int, int], records: int,
+           pairs: int, seed: int, store: Store | None = None, device: Any = "cpu",
+           progress: Callable[[list, str], Any] = lambda items, what: items
+           ) -> tuple[dict[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]], dict[tuple[str, int, float], DriftRun]]:
+    """Chapter 3's survey: for every model (``name -> (loaded, conditional)``, as
+    ``tokendyn.book.load_mlms`` gives) and length ``n``, ``pairs`` pairs from real passages (the
+    first chain of each from :data:`FIRST_TOPICS`, the second from :data:`SECOND_TOPICS`), run at
+    every tau for ``budget[n]`` steps with the first chains' drift recorded ``records`` times over
+    ``drift_budget[n]`` steps (:func:`coupling_drift_grid`, one store cell per model and n).
+    Returns ``(coupling, drift)`` keyed by ``(model, n, tau)``: ``(times, censored)`` and a
+    :class:`~tokendyn.diagnostics.drift.DriftRun`. ``progress`` wraps the loop (a progress bar)."""
+    starts = {(name, n): (start_states(loaded, n, pairs, topics=FIRST_TOPICS, seed=seed),
+                          start_states(loaded, n, pairs, topics=SECOND_TOPICS, seed=seed))
+              for name, (loaded, _) in mlms.items() for n in ns}
+    coupling, drift_raw = {}, {}
+    for name, n in progress([(m, n) for m in mlms for n in ns], "coupling grids"):
+        loaded, cond = mlms[name]
+        x0, y0 = starts[(name, n)]
+        decode_, embed_ = drift_readers(loaded, embedder)  # tokens -> texts -> embeddings
+        times, runs = coupling_drift_grid(cond, x0.to(device), y0.to(device), taus=taus, max_steps=budget[n],
+                                          drift_steps=drift_budget[n], records=records, seed=seed, decode=decode_,
+                                          embed=embed_, store=store, key=f"survey-n{n}", tag={"model": name})
+        for tau in taus:
+            coupling[(name, n, tau)] = times[tau]
+            drift_raw[(name, n, tau)] = runs[tau]
+    return coupling, drift_raw
 
 
 def coupon_anchor(ns: Sequence[int], budget: Mapping[int, int], pairs: int, *, seed: int, n_boot: int,
