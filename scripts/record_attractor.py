@@ -44,7 +44,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn.checkpoint import kept_or_computed, params_key  # noqa: E402
+from tokendyn.checkpoint import params_key  # noqa: E402
 from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.glauber import check_tau  # noqa: E402
 
@@ -205,16 +205,9 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.time()
     ref = Reference(args)
-    rows = [ref.row]
-    runs = [(m, "claim") for m in models_] + ([(args.ablation, "ablation")] if args.ablation else [])
-    for name, role in runs:
-        path = ROOT / "checkpoints" / "attractor" / f"{name.replace('/', '_')}-{key}.json"
-        row, resumed = kept_or_computed(path, lambda: {**chain_row(name, role, args, ref, taus, name in bf16),
-                                                       **results.row_stamp(name)},
-                                        accept=lambda kept: results.same_weights(kept, name))
-        rows.append(row)
-        print(f"{name}: resumed from {path.relative_to(ROOT)}" if resumed else
-              f"{name}: done in {row['cpu_seconds']:.0f} s CPU ({row['wall_seconds']:.0f} s wall)", flush=True)
+    role = {m: "claim" for m in models_} | ({args.ablation: "ablation"} if args.ablation else {})
+    rows = [ref.row] + results.rows_per_model(list(role), ROOT / "checkpoints" / "attractor", key,
+                                              lambda name: chain_row(name, role[name], args, ref, taus, name in bf16))
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_attractor.py "
            f"--models {args.models} --ablation {args.ablation} --ablation-with {args.ablation_with}"
            + (f" --bf16 {args.bf16}" if args.bf16 else "") +
@@ -223,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
            f"--n-val {args.n_val} --keep-real {args.keep_real:g} --repeat-share {args.repeat_share:g} "
            f"--n-fluency {args.n_fluency} --seed {args.seed}" + (f" --out {args.out}" if args.out != OUT else ""))
     out = results.save_rows(paths.data_dir() / args.out, rows, kind="long chains through topic regions", command=cmd,
-                            params=params, seed=args.seed, models=[n for n, _ in runs])
-    print(json.dumps({"written": str(out), "models": len(runs), "seconds": round(time.time() - t0)}))
+                            params=params, seed=args.seed, models=list(role))
+    print(json.dumps({"written": str(out), "models": len(role), "seconds": round(time.time() - t0)}))
     return 0
 
 

@@ -33,7 +33,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn.checkpoint import kept_or_computed, params_key  # noqa: E402
+from tokendyn.checkpoint import params_key  # noqa: E402
 from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.glauber import check_tau  # noqa: E402
 
@@ -117,15 +117,9 @@ def main(argv: list[str] | None = None) -> int:
               "steps": args.steps, "seed": args.seed, "threads": args.threads}
     key = params_key(params, ignore=("models", "threads"))
 
-    rows, t0 = [], time.time()
-    for name in models:
-        path = ROOT / "checkpoints" / "basin" / f"{name.replace('/', '_')}-{key}.json"
-        row, resumed = kept_or_computed(path, lambda: {**basin_model(name, args, taus, radii, censuses),
-                                                       **results.row_stamp(name)},
-                                        accept=lambda kept: results.same_weights(kept, name))
-        rows.append(row)
-        print(f"{name}: resumed from {path.relative_to(ROOT)}" if resumed else
-              f"{name}: done in {row['cpu_seconds']:.0f} s CPU ({row['wall_seconds']:.0f} s wall)", flush=True)
+    t0 = time.time()
+    rows = results.rows_per_model(models, ROOT / "checkpoints" / "basin", key,
+                                  lambda name: basin_model(name, args, taus, radii, censuses))
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_basin_dwell.py "
            f"--models {','.join(models)} --censuses {','.join(censuses)} --taus {args.taus} --radii {args.radii} "
            f"--chains {args.chains} --steps {args.steps} --seed {args.seed}"

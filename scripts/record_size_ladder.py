@@ -35,8 +35,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn.atomic import write_json  # noqa: E402
-from tokendyn.checkpoint import kept_or_computed, params_key  # noqa: E402
+from tokendyn.checkpoint import params_key  # noqa: E402
 from tokendyn.checks import check_choice, check_range  # noqa: E402
 from tokendyn.data import TOPICS  # noqa: E402
 
@@ -123,22 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     key = params_key(params, ignore=("paired",))
     from tokendyn import results
 
-    if args.resume_from:
-        for name, row in results.recorded_rows_to_keep(ROOT / "data" / args.resume_from, key, ("paired", "models", "reference"),
-                                                       models + [args.reference]).items():
-            kept = ROOT / "checkpoints" / "size-ladder" / f"{name.replace('/', '_')}-{key}.json"
-            if not kept.is_file():
-                write_json(kept, row, end="")
-    rows, t0 = [], time.time()
-    for name in models + [args.reference]:
-        path = ROOT / "checkpoints" / "size-ladder" / f"{name}-{key}.json"
-        row, resumed = kept_or_computed(path, lambda: {**rung_row(name, args), **results.row_stamp(name)},
-                                        accept=lambda kept: results.same_weights(kept, name)
-                                        and (name not in args.paired or bool(kept["passage_nll"])))
-        rows.append(row)
-        print(f"{name}: resumed from {path.relative_to(ROOT)}" if resumed else
-              f"{name}: {row['params'] / 1e6:.1f}M, mean delta {sum(row['delta']) / len(row['delta']):.3f}, "
-              f"{row['cpu_seconds']:.0f} s CPU", flush=True)
+    t0 = time.time()
+    rows = results.rows_per_model(
+        models + [args.reference], ROOT / "checkpoints" / "size-ladder", key, lambda name: rung_row(name, args),
+        accept=lambda name, kept: name not in args.paired or bool(kept["passage_nll"]),
+        done=lambda name, row: f"{name}: {row['params'] / 1e6:.1f}M, mean delta {sum(row['delta']) / len(row['delta']):.3f}, "
+                               f"{row['cpu_seconds']:.0f} s CPU",
+        resume_from=ROOT / "data" / args.resume_from if args.resume_from else None, ignore=("paired", "models", "reference"))
     from tokendyn import paths
 
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_size_ladder.py "

@@ -38,8 +38,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from tokendyn.atomic import write_json  # noqa: E402
-from tokendyn.checkpoint import kept_or_computed, params_key  # noqa: E402
+from tokendyn.checkpoint import params_key  # noqa: E402
 from tokendyn.checks import check_range  # noqa: E402
 from tokendyn.glauber import check_tau  # noqa: E402
 
@@ -137,20 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     key = params_key(params, ignore=("models", "threads"))
     from tokendyn import results
 
-    if args.resume_from:
-        for name, row in results.recorded_rows_to_keep(ROOT / "data" / args.resume_from, key, ("models", "threads"),
-                                                       models).items():
-            kept = ROOT / "checkpoints" / "traps" / f"{name.replace('/', '_')}-{key}.json"
-            if not kept.is_file():
-                write_json(kept, row, end="")
-    rows, t0 = [], time.time()
-    for name in models:
-        path = ROOT / "checkpoints" / "traps" / f"{name.replace('/', '_')}-{key}.json"
-        row, resumed = kept_or_computed(path, lambda: {**census_model(name, args, taus), **results.row_stamp(name)},
-                                        accept=lambda kept: results.same_weights(kept, name))
-        rows.append(row)
-        print(f"{name}: resumed from {path.relative_to(ROOT)}" if resumed else
-              f"{name}: done in {row['cpu_seconds']:.0f} s CPU ({row['wall_seconds']:.0f} s wall)", flush=True)
+    t0 = time.time()
+    rows = results.rows_per_model(models, ROOT / "checkpoints" / "traps", key, lambda name: census_model(name, args, taus),
+                                  resume_from=ROOT / "data" / args.resume_from if args.resume_from else None,
+                                  ignore=("models", "threads"))
     from tokendyn import paths
 
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_traps.py --models {','.join(models)} "

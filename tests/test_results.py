@@ -133,3 +133,27 @@ def test_every_committed_record_names_a_clean_commit():
         seen.append(rel)
         assert prov.get("git_commit") and prov.get("git_dirty") is False, f"{rel}: commit {prov.get('git_commit')}, dirty {prov.get('git_dirty')}"
     assert seen
+
+
+def test_rows_per_model_keeps_each_finished_model_and_recomputes_what_it_may_not_keep(tmp_path, monkeypatch, capsys):
+    """The recording scripts' loop: a rerun reuses a kept row while its weights and ``accept`` allow."""
+    monkeypatch.setattr(results, "row_stamp", lambda name: {"weights_sha256": f"w-{name}", "git_commit": "c"})
+    calls = []
+
+    def compute(name):
+        calls.append(name)
+        return {"model": name, "value": len(calls), "cpu_seconds": 1.0, "wall_seconds": 2.0}
+
+    rows = results.rows_per_model(["a", "org/b"], tmp_path, "k1", compute)
+    assert [r["model"] for r in rows] == ["a", "org/b"] and rows[1]["weights_sha256"] == "w-org/b"
+    assert (tmp_path / "org_b-k1.json").is_file() and "a: done in 1 s CPU (2 s wall)" in capsys.readouterr().out
+    again = results.rows_per_model(["a", "org/b"], tmp_path, "k1", compute)
+    assert again == rows and calls == ["a", "org/b"] and "resumed from" in capsys.readouterr().out
+    results.rows_per_model(["a", "org/b"], tmp_path, "k1", compute, accept=lambda name, row: name != "a",
+                           done=lambda name, row: f"{name} redone")
+    assert calls == ["a", "org/b", "a"] and "a redone" in capsys.readouterr().out
+    monkeypatch.setattr(results, "row_stamp", lambda name: {"weights_sha256": "retrained", "git_commit": "c"})
+    results.rows_per_model(["org/b"], tmp_path, "k1", compute)          # other weights: never resumed
+    assert calls[-1] == "org/b"
+    results.rows_per_model(["a"], tmp_path, "k2", compute)              # other parameters: another run
+    assert calls[-1] == "a" and len(calls) == 5

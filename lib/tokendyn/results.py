@@ -14,7 +14,7 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -299,6 +299,40 @@ def recorded_rows_to_keep(path: str | Path, key: str, ignore: tuple[str, ...], n
             renamed = {"model": name, "recorded_as": row["model"]} if row["model"] != name else {}
             kept[name] = {**row, **renamed, **row_stamp(name), "git_commit": commit, "git_dirty": False}
     return kept
+
+
+def rows_per_model(units: Sequence[str], folder: str | Path, key: str, compute: Callable[[str], dict[str, Any]], *,
+                   accept: Callable[[str, dict[str, Any]], bool] | None = None,
+                   done: Callable[[str, dict[str, Any]], str] | None = None,
+                   resume_from: str | Path | None = None, ignore: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The resumable loop of a recording script: one row per model (``units``, in order).
+
+    Each model's row is kept at ``folder/<name>-<key>.json`` (``/`` in a name becomes ``_``) and
+    reused by a rerun of the same parameters (``key``: :func:`tokendyn.checkpoint.params_key`)
+    while its weights are unchanged (:func:`same_weights`, and ``accept(name, row)`` when given);
+    otherwise ``compute(name)`` runs and its row, stamped with :func:`row_stamp`, is written
+    atomically before the next model starts, so a killed run loses only the model it was in.
+    ``resume_from`` (a recorded run) seeds the folder with the rows
+    :func:`recorded_rows_to_keep` allows (``ignore``: the parameters that do not change a row).
+    ``done(name, row)`` is the line printed for a computed row (default: its CPU and wall time)."""
+    from .checkpoint import kept_or_computed
+
+    folder = Path(folder)
+    path = {name: folder / f"{name.replace('/', '_')}-{key}.json" for name in units}
+    if resume_from is not None:
+        for name, row in recorded_rows_to_keep(resume_from, key, ignore, list(units)).items():
+            if not path[name].is_file():
+                write_json(path[name], row, end="")
+    rows = []
+    for name in units:
+        row, resumed = kept_or_computed(path[name], lambda: {**compute(name), **row_stamp(name)},
+                                        accept=lambda kept: same_weights(kept, name)
+                                        and (accept is None or accept(name, kept)))
+        rows.append(row)
+        line = (f"{name}: done in {row['cpu_seconds']:.0f} s CPU ({row['wall_seconds']:.0f} s wall)" if done is None
+                else done(name, row))
+        print(f"{name}: resumed from {path[name]}" if resumed else line, flush=True)
+    return rows
 
 
 def save_rows(path: str | Path, rows: list[dict[str, Any]], *, kind: str, command: str, params: dict[str, Any],
