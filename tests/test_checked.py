@@ -23,6 +23,15 @@ def test_numbers_split_and_rejoin():
     assert checked.value("880,092") == 880092 and checked.value("−0.5") == -0.5
 
 
+def test_a_commit_hash_is_a_word_not_an_exponent():
+    """'71e452f4c6' once parsed as 71e452 (an overflow) and crashed the comparison of a changed line."""
+    nums, _ = checked.numbers("commit 71e452f4c6, mean 0.4765 and 4.2e+02")
+    assert nums == ["71", "0.4765", "4.2e+02"]
+    line = "recorded at commit 71e452f4c6: mean 0.4765 [0.43, 0.52]\n"
+    assert checked.compare(line, line.replace("0.4765", "0.4766")) == []
+    assert checked.compare(line, line.replace("71e452f4c6", "cadd384da1")) is None   # other words: not comparable
+
+
 def test_last_digit():
     assert [checked.last_digit(t) for t in ("0.156", "4.2e+02", "880,092", "1e-12", "11.0")] == \
         pytest.approx([1e-3, 10, 1, 1e-12, 0.1])

@@ -71,7 +71,8 @@ MIME = "application/vnd.tokendyn.check+json"
 
 # A number that stands alone: not the digit of a word such as "minilm-depth2" or "x_0"; a sign only
 # after a space or an opening bracket (so "3.8-4.3" is two numbers); thousands commas; an exponent.
-_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?|\.\d+"
+# An exponent only where the word ends there: "71e452f4c6" (a commit) is the number 71 and a word.
+_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+(?!\w))?|\.\d+"
 _NUMBER = re.compile(rf"(?:(?:^|(?<=[\s(\[=:,/]))[-+\u2212])?(?<![\w.])(?:{_DIGITS})", re.M)
 FOOTER = "(checked:"
 """How the footer line of a block began when the outcome was printed (notebooks of that time)."""
