@@ -291,6 +291,20 @@ def test_kinetic_sample_stops_at_the_budget_and_state_at_reads_the_path():
         traps.kinetic_sample(potts, trap, tau=0.0, moves=1, seed=0)
 
 
+def test_a_loop_over_the_kinetic_init_and_step_draws_exactly_kinetic_sample():
+    """The kinetic sampler is an init/step pair over an explicit state, like the Glauber kernel."""
+    from tokendyn.glauber import make_generator
+    from tokendyn.traps import kinetic
+    potts = toy.potts_chain(4, 3, coupling=2.0, field=0.5, seed=1)
+    x0 = torch.randint(0, 3, (6, 4), generator=torch.Generator().manual_seed(0))
+    run = traps.kinetic_sample(potts, x0, tau=0.5, moves=7, seed=3, max_steps=40)
+    state, gen = kinetic.init(x0), make_generator(3, "cpu")
+    for k in range(1, 8):
+        state = kinetic.step(potts, state, gen, tau=0.5, max_steps=40)
+        assert torch.equal(state.tokens, run.states[k]) and torch.equal(state.t, run.times[k])
+    assert torch.equal(torch.where(state.stopped, state.until, state.t), run.observed_until)
+
+
 def test_hamming_dwell_and_approximate_traps_on_a_hand_built_path():
     # one chain, n = 4, records at steps 0, 2, 5, 9, 10; the path wanders one site at a time
     states = torch.tensor([[0, 0, 0, 0], [1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]])[:, None, :]

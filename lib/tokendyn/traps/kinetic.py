@@ -25,7 +25,8 @@ from ..influence import all_site_logits
 from ..sampling import Temperature, draw
 from .arrhenius import log_exit_probabilities
 
-__all__ = ["KineticRun", "kinetic_sample", "state_at"]
+# init and step stay module names (tokendyn.traps.kinetic.init / .step), as glauber.init / glauber.step
+__all__ = ["KineticRun", "KineticState", "kinetic_sample", "state_at"]
 
 @dataclass(frozen=True)
 class KineticRun:
@@ -42,6 +43,65 @@ class KineticRun:
     observed_until: Tensor
 
 
+@dataclass(frozen=True)
+class KineticState:
+    """The kinetic sampler's state: ``tokens`` ``[B, n]``, ``t`` ``[B]`` float64 (the Glauber step at
+    which each chain entered its state), ``stopped`` ``[B]`` (its next move would pass the budget)
+    and ``until`` ``[B]`` float64 (the budget for a stopped chain, else NaN)."""
+
+    tokens: Tensor
+    t: Tensor
+    stopped: Tensor
+    until: Tensor
+
+
+def init(x0: Tensor) -> KineticState:
+    """The state at ``x0`` ``[B, n]``: every chain at step 0, none stopped."""
+    b = x0.shape[0]
+    return KineticState(x0.clone(), torch.zeros(b, dtype=torch.float64), torch.zeros(b, dtype=torch.bool),
+                        torch.full((b,), math.nan, dtype=torch.float64))
+
+
+def step(model: ConditionalModel, state: KineticState, gen: torch.Generator, *, tau: Temperature,
+         max_steps: float = math.inf) -> KineticState:
+    """One move of every chain that has not stopped: its holding time ``T ~ Geometric(q)`` drawn
+    exactly, then the site and the new token (see :func:`kinetic_sample`). Three uniforms are drawn
+    for every row, so a row's stream never depends on the others. ``tau``: float or ``[B]``
+    (float64, on the tokens' device); the arguments are checked by :func:`kinetic_sample`."""
+    x, t, stopped, until = state.tokens.clone(), state.t.clone(), state.stopped.clone(), state.until.clone()
+    b, n = x.shape
+    u = torch.rand(b, 3, generator=gen, dtype=torch.float64)
+    act = (~stopped).nonzero().flatten()
+    if act.numel():
+        xa = x[act.to(x.device)]
+        ta = tau[act.to(x.device)] if isinstance(tau, Tensor) else tau
+        L = all_site_logits(model, xa).double()                 # [A, n, V]
+        le = log_exit_probabilities(L, xa, ta).cpu()            # [A, n]
+        lq = torch.logsumexp(le, -1) - math.log(n)
+        q = torch.exp(lq)
+        hold = torch.floor(torch.log1p(-u[act, 0]) / torch.log1p(-q)) + 1   # Geometric(q) on {1, 2, ...}
+        hold = torch.where(q > 0, hold, torch.full_like(hold, math.inf))
+        t_next = t[act] + hold
+        go = t_next <= max_steps
+        halt = act[~go]
+        stopped[halt] = True
+        until[halt] = max_steps
+        if bool(go.any()):
+            g = go.nonzero().flatten()
+            rows = act[g]
+            w_site = torch.exp(le[g] - le[g].amax(-1, keepdim=True))
+            site = draw(w_site, u[rows, 1])[0]
+            s = L[g.to(L.device), site.to(L.device)]                 # [G, V]
+            tg = ta[g.to(x.device)].reshape(-1, 1) if isinstance(ta, Tensor) else ta
+            s = s / tg
+            s = s.scatter(-1, xa[g.to(xa.device), site.to(xa.device)].long().unsqueeze(-1), float("-inf"))
+            w_tok = torch.exp(s - s.amax(-1, keepdim=True)).cpu()
+            v = draw(w_tok, u[rows, 2])[0]
+            x[rows.to(x.device), site.to(x.device)] = v.to(x.device, x.dtype)
+            t[rows] = t_next[g]
+    return KineticState(x, t, stopped, until)
+
+
 def kinetic_sample(model: ConditionalModel, x0: Tensor, *, tau: Temperature, moves: int, seed: int,
                    max_steps: float = math.inf) -> KineticRun:
     """Random-scan Glauber from ``x0`` ``[B, n]`` at ``tau`` (float or ``[B]``), simulated one move
@@ -55,53 +115,22 @@ def kinetic_sample(model: ConditionalModel, x0: Tensor, *, tau: Temperature, mov
     ``n`` masked evaluations per chain, so it pays when ``1/q > n``, at low temperature.
 
     A chain whose next move would come after step ``max_steps`` stops there. Seeded: the same seed
-    gives the same run on the CPU.
+    gives the same run on the CPU. It drives :func:`init` and :func:`step` (one move per call), as
+    ``glauber.run`` drives ``glauber.step``: a loop of your own over them draws exactly this run.
     """
     check_tokens(model, x0, "x0")
     check_range("moves", moves, 0, integer=True)
     check_range("max_steps", max_steps, 0.0)
-    b, n = x0.shape
     tau_all = tau.to(x0.device, torch.float64) if isinstance(tau, Tensor) else tau
-    check_tau(tau, b)
+    check_tau(tau, x0.shape[0])
     gen = make_generator(seed, "cpu")
-    x = x0.clone()
-    t = torch.zeros(b, dtype=torch.float64)
-    stopped = torch.zeros(b, dtype=torch.bool)
-    until = torch.full((b,), math.nan, dtype=torch.float64)
-    states, times = [x.clone().cpu()], [t.clone()]
+    state = init(x0)
+    states, times = [state.tokens.clone().cpu()], [state.t.clone()]
     for _ in range(moves):
-        u = torch.rand(b, 3, generator=gen, dtype=torch.float64)   # drawn for every row: a row's
-        act = (~stopped).nonzero().flatten()                       # stream never depends on others
-        if act.numel():
-            xa = x[act.to(x.device)]
-            ta = tau_all[act.to(x0.device)] if isinstance(tau_all, Tensor) else tau_all
-            L = all_site_logits(model, xa).double()                 # [A, n, V]
-            le = log_exit_probabilities(L, xa, ta).cpu()            # [A, n]
-            lq = torch.logsumexp(le, -1) - math.log(n)
-            q = torch.exp(lq)
-            hold = torch.floor(torch.log1p(-u[act, 0]) / torch.log1p(-q)) + 1   # Geometric(q) on {1, 2, ...}
-            hold = torch.where(q > 0, hold, torch.full_like(hold, math.inf))
-            t_next = t[act] + hold
-            go = t_next <= max_steps
-            halt = act[~go]
-            stopped[halt] = True
-            until[halt] = max_steps
-            if bool(go.any()):
-                g = go.nonzero().flatten()
-                rows = act[g]
-                w_site = torch.exp(le[g] - le[g].amax(-1, keepdim=True))
-                site = draw(w_site, u[rows, 1])[0]
-                s = L[g.to(L.device), site.to(L.device)]                 # [G, V]
-                tg = ta[g.to(x0.device)].reshape(-1, 1) if isinstance(ta, Tensor) else ta
-                s = s / tg
-                s = s.scatter(-1, xa[g.to(xa.device), site.to(xa.device)].long().unsqueeze(-1), float("-inf"))
-                w_tok = torch.exp(s - s.amax(-1, keepdim=True)).cpu()
-                v = draw(w_tok, u[rows, 2])[0]
-                x[rows.to(x.device), site.to(x.device)] = v.to(x.device, x.dtype)
-                t[rows] = t_next[g]
-        states.append(x.clone().cpu())
-        times.append(t.clone())
-    until = torch.where(stopped, until, t)
+        state = step(model, state, gen, tau=tau_all, max_steps=max_steps)
+        states.append(state.tokens.clone().cpu())
+        times.append(state.t.clone())
+    until = torch.where(state.stopped, state.until, state.t)
     return KineticRun(states=torch.stack(states), times=torch.stack(times), observed_until=until)
 
 
