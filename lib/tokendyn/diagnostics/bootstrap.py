@@ -201,6 +201,19 @@ def _cut_medians(cells: Cells, budget_factor: float, *, n_boot: int, seed: int
     return median_times(cut), bootstrap_medians(cut, n_boot=n_boot, seed=seed)
 
 
+def _surveyed(sources: Mapping[str, Source], min_grid: int) -> list[tuple[str, Source]]:
+    """The sources a crossover is read on: the live run always, a recorded run only on at least
+    ``min_grid`` temperatures (on fewer it gives the n log n shape, not a crossover)."""
+    return [(label, src) for label, src in sources.items() if label == "live" or len(src[3]) >= min_grid]
+
+
+def _crossovers(med: Mapping, boot: Mapping, name: str, grid: Sequence[float], lengths: Sequence[int], *,
+                blowup: float) -> dict[int, Crossover]:
+    """:func:`crossover_draws` of one model at every length, from medians and draws keyed ``(model, n, tau)``."""
+    return {n: crossover_draws({t: med[(name, n, t)] for t in grid}, {t: boot[(name, n, t)] for t in grid}, n,
+                               blowup=blowup) for n in lengths}
+
+
 def crossover_table(sources: Mapping[str, Source], budget_factors: Sequence[float], *, blowup: float, n_boot: int,
                     seed: int, min_grid: int = 4
                     ) -> tuple[list[dict], dict[tuple[str, str, float], float], dict[tuple[str, str, float], dict[int, Crossover]]]:
@@ -217,14 +230,11 @@ def crossover_table(sources: Mapping[str, Source], budget_factors: Sequence[floa
     rows: list[dict] = []
     rises: dict[tuple[str, str, float], float] = {}
     draws: dict[tuple[str, str, float], dict[int, Crossover]] = {}
-    for source, (cells, names, lengths, grid) in sources.items():
-        if source != "live" and len(grid) < min_grid:
-            continue
+    for source, (cells, names, lengths, grid) in _surveyed(sources, min_grid):
         for bf in budget_factors:
             med, boot = _cut_medians(cells, bf, n_boot=n_boot, seed=seed)
             for name in names:
-                cr = {n: crossover_draws({t: med[(name, n, t)] for t in grid}, {t: boot[(name, n, t)] for t in grid},
-                                         n, blowup=blowup) for n in lengths}
+                cr = _crossovers(med, boot, name, grid, lengths, blowup=blowup)
                 rises[(source, name, bf)] = rise_probability(cr[lengths[0]], cr[lengths[-1]])
                 draws[(source, name, bf)] = cr
                 rows += [{"source": source, "model": name, "n": n, "budget_factor": bf, "tau_below": c.tau_below,
@@ -239,15 +249,10 @@ def crossover_by_blowup(sources: Mapping[str, Source], budget_factor: float, blo
     tau_star, lo, hi}`` per length. A crossover that moves with the threshold belongs to the
     definition, not to the chain."""
     rows = []
-    for source, (cells, names, lengths, grid) in sources.items():
-        if source != "live" and len(grid) < min_grid:
-            continue
+    for source, (cells, names, lengths, grid) in _surveyed(sources, min_grid):
         med, boot = _cut_medians(cells, budget_factor, n_boot=n_boot, seed=seed)
         for name in names:
             for b in blowups:
-                for n in lengths:
-                    c = crossover_draws({t: med[(name, n, t)] for t in grid}, {t: boot[(name, n, t)] for t in grid},
-                                        n, blowup=b)
-                    rows.append({"source": source, "model": name, "blowup": b, "n": n, "tau_star": c.tau_star,
-                                 "lo": c.lo, "hi": c.hi})
+                rows += [{"source": source, "model": name, "blowup": b, "n": n, "tau_star": c.tau_star,
+                          "lo": c.lo, "hi": c.hi} for n, c in _crossovers(med, boot, name, grid, lengths, blowup=b).items()]
     return rows
