@@ -207,7 +207,7 @@ READERS = {
                          results.load_run, "cells", results.RUN_KIND, CMD, GENERIC),
     "results.load_rows": (lambda t: _save_rows(t / "rows.json", 2), lambda p: results.load_rows(p, kind=KIND), "rows",
                           KIND, CMD, GENERIC),
-    "size.load_ladder": (lambda t: _save_rows(t / "ladder.json", 2), size.load_ladder, "rows", None, CMD, GENERIC),
+    "results.load_ladder": (lambda t: _save_rows(t / "ladder.json", 2), results.load_ladder, "rows", None, CMD, GENERIC),
     "sweep.collect": (lambda t: _point(t)[2], lambda p: sweep.collect(p.parents[1], "99_demo"), "metrics", None, None,
                       "run the sweep again"),
     "sweep.gather": (lambda t: _point(t)[2],

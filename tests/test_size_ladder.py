@@ -21,7 +21,7 @@ def test_slopes_and_estimates_read_the_rows_and_skip_undefined_items(tmp_path):
                  traps=[{"min_margin": v} for v in (0.1 * k + rng.uniform(0, 0.01, 20))]) for k in (2, 0, 1)]
     path = results.save_rows(tmp_path / "ladder.json", rows, kind="test", command="(test)", params={}, seed=0,
                              models=[r["model"] for r in rows])
-    got, meta = size.load_ladder(path)
+    got, meta = results.load_ladder(path)
     assert [r["model"] for r in got] == ["m0", "m1", "m2"] and meta["command"] == "(test)"
     est = size.rung_estimates(got, "delta")
     assert est["m1"].lo < est["m1"].value < est["m1"].hi and abs(est["m1"].value - 1.2) < 0.02
@@ -32,7 +32,7 @@ def test_slopes_and_estimates_read_the_rows_and_skip_undefined_items(tmp_path):
     assert m.lo < 0.1 < m.hi
     assert size.span(got) == pytest.approx(np.e ** 2, rel=1e-6)
     with pytest.raises(FileNotFoundError, match="record_size_ladder"):
-        size.load_ladder(tmp_path / "none.json")
+        results.load_ladder(tmp_path / "none.json")
 
 
 def test_paired_quality_comparisons():

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from tokendyn import glauber, results, step_settings as SS
+from tokendyn.conditional import settings_chosen
 from tokendyn.models.tiny import build_tiny
 
 
@@ -81,7 +82,7 @@ def test_conditional_applies_the_settings_and_provenance_records_them(cache, mon
     monkeypatch.setenv("TOKENDYN_STEP", "attn=sdpa,chunk=3,compile=0")
     cond = SS.conditional(tiny)
     assert cond.chunk == 3 and tiny.model.config._attn_implementation == "sdpa"
-    assert SS.chosen()["tiny-bert"]["attn"] == "sdpa"
+    assert settings_chosen()["tiny-bert"]["attn"] == "sdpa"
     assert results.provenance({}, 0, ["tiny-bert"])["step_settings"]["tiny-bert"]["chunk"] == 3
     # the same chains as an unchunked conditional on the same model, up to float rounding of logits
     x0 = torch.randint(5, 40, (7, 6), generator=torch.Generator().manual_seed(0))

@@ -33,10 +33,22 @@ from torch import Tensor
 from .checks import check_choice, check_range
 from .positions import check_content_fits, max_positions
 from .site_encoder import site_encoder
-from .step_settings import record
 
 WRAPS = ("special", "none")
 LAST_LAYERS = ("sites", "full")
+_CHOSEN: dict[str, dict[str, Any]] = {}
+
+
+def record_settings(name: str, entry: dict[str, Any]) -> None:
+    """Note how the conditional named ``name`` runs (every MLMConditional notes itself as
+    constructed; :func:`tokendyn.step_settings.conditional` then adds how its settings were chosen)."""
+    _CHOSEN[name] = dict(entry)
+
+
+def settings_chosen() -> dict[str, dict[str, Any]]:
+    """How every masked LM's step ran in this process, by model name: attention, chunk,
+    compiled, last layer, and where the settings came from (``source``); results record it."""
+    return {k: dict(v) for k, v in _CHOSEN.items()}
 
 
 @runtime_checkable
@@ -222,7 +234,7 @@ class MLMConditional:
         lim = max_positions(self.model)
         self.max_sites: int | None = None if lim is None else lim[0] - 2 * self.offset
         """The most content tokens a state may hold (position table less the wrapping), or None."""
-        record(self.name, {"attn": str(getattr(getattr(self.model, "config", None), "_attn_implementation", None) or "eager"),
+        record_settings(self.name, {"attn": str(getattr(getattr(self.model, "config", None), "_attn_implementation", None) or "eager"),
                            "chunk": chunk, "compile": compile, "last_layer": self.last_layer,
                            "source": "as constructed"})
 

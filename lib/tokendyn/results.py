@@ -64,7 +64,8 @@ def provenance(params: dict[str, Any], seed: int | None, models: list[str],
              "threads": setup.threads} if setup is not None else {
         "device": "cuda" if torch.cuda.is_available() else "cpu", "dtype": "float32",
         "threads": torch.get_num_threads()}
-    from . import data, step_settings
+    from . import data
+    from .conditional import settings_chosen
 
     try:  # which passages a seed draws depends on the pools: record them
         pools = data.pool_hash()
@@ -80,7 +81,7 @@ def provenance(params: dict[str, Any], seed: int | None, models: list[str],
         "torch_version": torch.__version__,
         "python": platform.python_version(),
         **where,
-        "step_settings": step_settings.chosen(),
+        "step_settings": settings_chosen(),
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
@@ -353,3 +354,15 @@ def load_rows(path: str | Path, kind: str | None = None) -> tuple[list[dict[str,
     when it is missing, damaged, lacks a key or is another kind."""
     record = read_record(path, kind=kind, keys=("kind", "command", "rows", "provenance"))
     return record["rows"], {k: record[k] for k in ("kind", "command", "provenance")}
+
+
+def load_ladder(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A recorded ladder (a :func:`save_rows` table, one row per model) as ``(rows sorted by
+    their ``params``, {"kind", "command", "provenance"})``; a missing file raises naming the
+    scripts that write ladders."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no recorded ladder here; its command is in the chapter's text "
+                                "(scripts/record_size_ladder.py or scripts/record_traps.py)")
+    rows, meta = load_rows(path)
+    return sorted(rows, key=lambda row: int(row["params"])), meta

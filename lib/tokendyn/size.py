@@ -11,27 +11,14 @@ and passages.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .evaluation.cloze import context_words
-from .results import load_rows
 from .stats import Estimate, bootstrap, size_slope, wilson
 
 Row = Mapping[str, Any]
-
-
-def load_ladder(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A recorded ladder ``(rows sorted by parameters, {"kind", "command", "provenance"})``;
-    a missing file raises naming the script that writes it."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no recorded ladder here; its command is in the chapter's text "
-                                "(scripts/record_size_ladder.py or scripts/record_traps.py)")
-    rows, meta = load_rows(path)
-    return sorted(rows, key=_params), meta
 
 
 def _params(row: Row) -> int:

@@ -17,7 +17,8 @@ it without timing. ``TOKENDYN_STEP`` overrides:
 
 Determinism: the settings change the logits' float rounding, so the cache is what keeps one
 machine's seeded chains the same from run to run; every chapter records the settings it ran
-with (:func:`chosen`, in its results' provenance), and ``TOKENDYN_STEP`` pins them elsewhere.
+with (:func:`tokendyn.conditional.settings_chosen`, in its results' provenance), and
+``TOKENDYN_STEP`` pins them elsewhere.
 """
 
 from __future__ import annotations
@@ -33,17 +34,18 @@ from typing import Any
 
 import torch
 
+from . import glauber
 from .atomic import MissingRecordError, RecordError, read_record, write_json
 from .checks import check_choice, check_range
+from .conditional import MLMConditional, record_settings
 
 __all__ = ["StepSettings", "ATTNS", "CHUNKS", "machine_key", "parse_override", "calibrate",
-           "settings_for", "conditional", "chosen", "record", "cache_path"]
+           "settings_for", "conditional", "cache_path"]
 
 ATTNS = ("eager", "sdpa")
 CHUNKS = (32, 64)
 """Chunk candidates at the calibration batch of 64: one pass of 64 rows or two of 32."""
 CACHE_KIND = "step-settings"
-_CHOSEN: dict[str, dict[str, Any]] = {}
 
 
 @dataclass(frozen=True)
@@ -133,9 +135,6 @@ def calibrate(loaded: Any, *, batch: int = 64, n: int = 32, compile: bool = Fals
     tokens ``[batch, n]``, candidates interleaved within each round -> the fastest
     (``source="measured"``, every candidate's median chain-steps/s in ``rates``). Leaves the
     model with its attention implementation as it was."""
-    from . import glauber
-    from .conditional import MLMConditional
-
     check_range("batch", batch, 1, integer=True)
     check_range("n", n, 2, integer=True)
     check_range("rounds", rounds, 1, integer=True)
@@ -210,25 +209,11 @@ def settings_for(loaded: Any) -> StepSettings:
 def conditional(loaded: Any, *, wrap: str = "special") -> Any:
     """An :class:`~tokendyn.conditional.MLMConditional` over ``loaded`` run with
     :func:`settings_for`'s settings (the model's attention implementation is switched in place),
-    recorded for :func:`chosen`."""
-    from .conditional import MLMConditional
-
+    recorded for :func:`tokendyn.conditional.settings_chosen`."""
     s = settings_for(loaded)
     model = loaded.model
     if _attn(model) != s.attn and hasattr(model, "set_attn_implementation"):
         model.set_attn_implementation(s.attn)
     cond = MLMConditional(loaded, wrap=wrap, chunk=s.chunk, compile=s.compile)
-    record(cond.name, {**s.to_dict(), "last_layer": cond.last_layer})
+    record_settings(cond.name, {**s.to_dict(), "last_layer": cond.last_layer})
     return cond
-
-
-def record(name: str, entry: dict[str, Any]) -> None:
-    """Note how the conditional named ``name`` runs (every MLMConditional notes itself as
-    constructed; :func:`conditional` then adds how its settings were chosen)."""
-    _CHOSEN[name] = dict(entry)
-
-
-def chosen() -> dict[str, dict[str, Any]]:
-    """How every masked LM's step ran in this process, by model name: attention, chunk,
-    compiled, last layer, and where the settings came from (``source``)."""
-    return {k: dict(v) for k, v in _CHOSEN.items()}
