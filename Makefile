@@ -71,7 +71,7 @@ bench-gpu: setup
 	timeout 600 $(PY) benchmarks/run.py --device cuda
 
 # Re-execute every chapter in place at its defaults (the committed outputs nbval compares with);
-# TOKENDYN_CHECKS=record makes the live numbers of its checked cells the committed ones (tokendyn.checked).
+# TOKENDYN_CHECKS=record makes the live numbers of its checked cells the committed ones (tokendyn.publish.checked).
 notebooks: setup
 	cd book && for nb in $(notdir $(NOTEBOOKS)); do TOKENDYN_CHECKS=record \
 		../$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace $$nb || exit 1; done

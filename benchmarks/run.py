@@ -7,7 +7,7 @@ ratios):
   (a) one_chain        one chain at a time, full forward pass, vocabulary head at every position
   (b) shared_site      the batch shares one site per step, head at every position (public BERT
                        Gibbs samplers do this; it also makes the B chains one draw, not B)
-  (c) ours             tokendyn.glauber.step over tokendyn.conditional.MLMConditional: a site per
+  (c) ours             tokendyn.mcmc.glauber.step over tokendyn.mcmc.conditional.MLMConditional: a site per
                        chain, head only at the sites, inference mode, SDPA attention (eager in
                        bf16, faster on this CPU: see bf16_copy), no host sync; in bf16 also (c')
                        the same with MLMConditional(..., compile=True) (torch.compile, frozen
@@ -65,10 +65,13 @@ from torch.utils.flop_counter import FlopCounterMode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from tokendyn import __version__, devices, fidelity, glauber, rectangle, sampling, step_settings  # noqa: E402
-from tokendyn.checkpoint import save_json  # noqa: E402
-from tokendyn.figures.performance import fraction_text  # noqa: E402  (the appendix's wording)
-from tokendyn.conditional import MLMConditional  # noqa: E402
+from tokendyn import __version__  # noqa: E402
+from tokendyn.core import devices
+from tokendyn.analysis import fidelity, rectangle
+from tokendyn.mcmc import glauber, sampling, step_settings
+from tokendyn.core.checkpoint import save_json  # noqa: E402
+from tokendyn.publish.figures.performance import fraction_text  # noqa: E402  (the appendix's wording)
+from tokendyn.mcmc.conditional import MLMConditional  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 MINILM = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536)
@@ -156,7 +159,7 @@ def bf16_copy(loaded: _Loaded) -> _Loaded:
 
 def settle(loaded: _Loaded, batch: int, n: int) -> step_settings.StepSettings:
     """Measure the step's settings for ``loaded`` at the benchmark's own shape
-    (:func:`tokendyn.step_settings.calibrate`: eager or SDPA, chunk), switch the model to the chosen
+    (:func:`tokendyn.mcmc.step_settings.calibrate`: eager or SDPA, chunk), switch the model to the chosen
     attention implementation and record the choice in ``loaded.info``."""
     s = step_settings.calibrate(loaded, batch=batch, n=n, rounds=3)
     if hasattr(loaded.model, "set_attn_implementation"):

@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from tokendyn.atomic import write_json  # noqa: E402
-from tokendyn.checks import check_range  # noqa: E402
+from tokendyn.core.atomic import write_json  # noqa: E402
+from tokendyn.core.checks import check_range  # noqa: E402
 from tokendyn.evaluation import cloze_probe, heldout_passages, heldout_scores  # noqa: E402
 from tokendyn.models import shipped  # noqa: E402
 from tokendyn.training.corpus import length_batches  # noqa: E402

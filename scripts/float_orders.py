@@ -1,6 +1,6 @@
 """The float-order matrix: nbval of every chapter under settings that change the bits of the logits.
 
-A chapter's checked outputs must hold on any CPU (``tokendyn.checked``). One machine can stand in
+A chapter's checked outputs must hold on any CPU (``tokendyn.publish.checked``). One machine can stand in
 for several CPUs by changing the order in which its kernels add: another ISA for ATen's vector
 kernels, MKL's conditional-reproducibility code path, another thread count. For each setting this
 script first hashes a shipped MLM's site logits (``scripts/logits_hash.py``) and says whether the
@@ -33,8 +33,8 @@ from threading import Lock
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from tokendyn.atomic import write_json  # noqa: E402
-from tokendyn.results import provenance, read_record  # noqa: E402
+from tokendyn.core.atomic import write_json  # noqa: E402
+from tokendyn.publish.results import provenance, read_record  # noqa: E402
 
 SETTINGS: dict[str, dict[str, str]] = {
     "native": {},

@@ -15,7 +15,8 @@ import os
 
 import torch
 
-from tokendyn import book, experiments
+from tokendyn.publish import book
+from tokendyn.analysis import experiments
 
 
 def main() -> None:

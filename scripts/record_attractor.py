@@ -5,8 +5,8 @@
         --models minilm-mlm,splade-tiny-mlm --ablation splade-tiny-nopolitics --bf16 minilm-mlm \
         --taus 0.7,1.0 --chains 34 --steps 10000 --embed-every 100
 
-Chapter 4's measurement of the political attractor (``tokendyn.topics``), at the size the rule
-``tokendyn.verdicts.claim_8`` fixed before this run: ``--chains`` chains per start topic (health,
+Chapter 4's measurement of the political attractor (``tokendyn.analysis.topics``), at the size the rule
+``tokendyn.publish.verdicts.claim_8`` fixed before this run: ``--chains`` chains per start topic (health,
 sports, food) and temperature, each from its own real passage (the first ``--tokens`` content
 tokens), ``--steps`` random-scan steps, every ``--embed-every`` steps decoded, embedded
 (all-MiniLM-L6-v2) and labelled by a nearest-centroid classifier over health, sports, food,
@@ -21,7 +21,7 @@ held-out snippets (``topics.fluent``). Models in ``--bf16`` run their chains in 
 at about 2.8x the float32 rate on an AVX-512 BF16 CPU); the row records the KL between their
 float32 and bfloat16 conditionals at the starts, so a reader sees what that changes.
 
-Writes ``data/runs/04_basins-attractor.json`` (``tokendyn.results.save_rows``): a reference row
+Writes ``data/runs/04_basins-attractor.json`` (``tokendyn.publish.results.save_rows``): a reference row
 (classifier accuracy, null text's labels, the real snippets' fluency) and one row per model with
 its label matrices ``[frames][chains]`` (region index, -1 none of these), so that every statistic
 the rule reads (``topics.attractor_test``, the paired ablation) is computed from the record.
@@ -44,9 +44,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn.checkpoint import params_key  # noqa: E402
-from tokendyn.checks import check_range  # noqa: E402
-from tokendyn.glauber import check_tau  # noqa: E402
+from tokendyn.core.checkpoint import params_key  # noqa: E402
+from tokendyn.core.checks import check_range  # noqa: E402
+from tokendyn.mcmc.glauber import check_tau  # noqa: E402
 
 OUT = "runs/04_basins-attractor.json"
 REGIONS = ["health", "sports", "food", "science", "politics"]
@@ -58,8 +58,10 @@ class Reference:
     and the fluency judge with the real held-out snippets' scores."""
 
     def __init__(self, args):
-        from tokendyn import models, stats, topics, traps
-        from tokendyn.embedding import embed
+        from tokendyn import models
+        from tokendyn.core import stats
+        from tokendyn.analysis import topics, traps
+        from tokendyn.models.embedding import embed
 
         self.loaded = models.load_mlm(args.split_model)
         self.split = topics.topic_split(self.loaded, REGIONS, n_tokens=args.tokens, n_start=args.chains,
@@ -88,10 +90,12 @@ def chain_row(name: str, role: str, args, ref: Reference, taus: list[float], bf1
     """One model's chains, labelled and judged for fluency (every number from a tokendyn function)."""
     import numpy as np
 
-    from tokendyn import fidelity, influence, models, step_settings, topics, traps
-    from tokendyn.checkpoint import Store
-    from tokendyn.conditional import content_ids, decode
-    from tokendyn.embedding import embed
+    from tokendyn.analysis import fidelity, influence, topics, traps
+    from tokendyn import models
+    from tokendyn.mcmc import step_settings
+    from tokendyn.core.checkpoint import Store
+    from tokendyn.mcmc.conditional import content_ids, decode
+    from tokendyn.models.embedding import embed
 
     t_cpu, t_wall = time.process_time(), time.time()
     loaded = models.load_mlm(name, dtype=torch.bfloat16 if bf16 else None)
@@ -193,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     check_range("n_fluency", args.n_fluency, 1, 100_000, integer=True)
     check_range("seed", args.seed, 0, None, integer=True)
     check_range("threads", args.threads, 1, 256, integer=True)
-    from tokendyn import paths, results
+    from tokendyn.core import paths
+    from tokendyn.publish import results
 
     results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)

@@ -9,11 +9,11 @@ model: ``runs/04_basins-traps.json`` for the two shipped MLMs, 76 and 85 traps, 
 ladder's ``runs/04_basins-trap-ladder.json`` for the base-size ``mpnet-base-mlm``, 34) starts
 ``--chains`` plain random-scan chains at each temperature of ``--taus``; each is watched until it
 differs from its trap at more than ``h`` sites, for each radius ``h`` of ``--radii``, at most
-``--steps`` steps (``tokendyn.traps.basin_dwell``). A trap's dwell is its chains' median exit time;
+``--steps`` steps (``tokendyn.analysis.traps.basin_dwell``). A trap's dwell is its chains' median exit time;
 each model's median over traps comes with a 95% bootstrap interval over traps. The exact dwell
 1/q of the census is copied beside it. The census's weights must be the model's weights now.
 
-Writes ``data/runs/04_basins-basin-dwell.json`` (``tokendyn.results.save_rows``: one row per
+Writes ``data/runs/04_basins-basin-dwell.json`` (``tokendyn.publish.results.save_rows``: one row per
 model, the command, provenance with the git commit and dirty flag). Resumable: each finished model
 is kept under ``checkpoints/basin/`` and a rerun of the same command skips it.
 """
@@ -33,9 +33,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn.checkpoint import params_key  # noqa: E402
-from tokendyn.checks import check_range  # noqa: E402
-from tokendyn.glauber import check_tau  # noqa: E402
+from tokendyn.core.checkpoint import params_key  # noqa: E402
+from tokendyn.core.checks import check_range  # noqa: E402
+from tokendyn.mcmc.glauber import check_tau  # noqa: E402
 
 OUT = "runs/04_basins-basin-dwell.json"
 CENSUSES = "runs/04_basins-traps.json,runs/04_basins-trap-ladder.json"
@@ -43,7 +43,8 @@ CENSUSES = "runs/04_basins-traps.json,runs/04_basins-trap-ladder.json"
 
 def census_row(name: str, censuses: list[str]) -> tuple[dict, str]:
     """The recorded census row of ``name`` and the file it came from (the first that has it)."""
-    from tokendyn import paths, results
+    from tokendyn.core import paths
+    from tokendyn.publish import results
 
     for rel in censuses:
         rows, _ = results.load_rows(paths.data_dir() / rel)
@@ -55,7 +56,8 @@ def census_row(name: str, censuses: list[str]) -> tuple[dict, str]:
 
 def basin_model(name: str, args, taus: list[float], radii: list[int], censuses: list[str]) -> dict:
     """One model's row of the record (every number from a tokendyn function)."""
-    from tokendyn import book, results, traps
+    from tokendyn.publish import book, results
+    from tokendyn.analysis import traps
 
     t_cpu, t_wall = time.process_time(), time.time()
     census, source = census_row(name, censuses)
@@ -108,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     check_range("seed", args.seed, 0, None, integer=True)
     check_range("threads", args.threads, 1, 256, integer=True)
 
-    from tokendyn import paths, results
+    from tokendyn.core import paths
+    from tokendyn.publish import results
 
     results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)

@@ -4,7 +4,7 @@
     TOKENDYN_THREADS=2 nice -n 5 .venv/bin/python scripts/record_commitment.py \
         --seeds 2 --per-seed 64 --tokens 128 --diffusion-steps 64
 
-Chapter 7's ablation (``tokendyn.decoding``) at the size the rule ``tokendyn.verdicts.claim_13``
+Chapter 7's ablation (``tokendyn.latent.discrete``) at the size the rule ``tokendyn.publish.verdicts.claim_13``
 fixed before this run: each generator decodes ``--seeds`` batches of ``--per-seed`` texts of
 ``--tokens`` new tokens, committed (the drawn token fed back) and ablated (the expected embedding
 fed back) from the same uniforms. The generators and their judges, each a model that did not
@@ -17,7 +17,7 @@ generate the text it reads:
 - masked diffusion with ``--md-model`` (``--diffusion-steps`` steps, unmask and commit), judged by
   SmolLM2's perplexity.
 
-Writes ``data/runs/07_escapes-commitment.json`` (``tokendyn.results.save_rows``): one row per
+Writes ``data/runs/07_escapes-commitment.json`` (``tokendyn.publish.results.save_rows``): one row per
 (generator, variant) with its texts, the generator's token ids, the CCI of each seed's batch and
 each judge's per-text negative log-likelihoods, so that every statistic the rule reads
 (``tokendyn.evaluation.ablation.commitment_effects``) is computed from the record. Resumable: each
@@ -39,8 +39,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn.checkpoint import kept_or_computed, params_key  # noqa: E402
-from tokendyn.checks import check_range  # noqa: E402
+from tokendyn.core.checkpoint import kept_or_computed, params_key  # noqa: E402
+from tokendyn.core.checks import check_range  # noqa: E402
 
 OUT = "runs/07_escapes-commitment.json"
 AR, MD = "autoregressive", "masked diffusion"
@@ -72,7 +72,7 @@ def judged(m: Models, name: str, texts: list[str], max_len: int) -> dict:
 
 def batch(m: Models, kind: str, variant: str, seed: int, args) -> dict:
     """One seeded batch of one generator and variant: texts, ids, CCI and every judge's scores."""
-    from tokendyn.decoding import ar_decode, mask_diffusion_decode
+    from tokendyn.latent.discrete import ar_decode, mask_diffusion_decode
     from tokendyn.evaluation.causal import start_id
 
     t0 = time.time()
@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     check_range("threads", args.threads, 1, 256, integer=True)
     if args.ar_judge == args.md_model:
         raise SystemExit(f"--ar-judge={args.ar_judge!r}: give a judge other than the masked-diffusion generator")
-    from tokendyn import paths, results
+    from tokendyn.core import paths
+    from tokendyn.publish import results
 
     results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)

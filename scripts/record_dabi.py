@@ -17,7 +17,7 @@ The reference norm (``--reference``, default 1 latent RMS per coordinate) is fix
 measuring, recorded in the params and must be one of ``--norms``. ``--tokens`` token latents per
 text decoder (8,192 by default), every held-out digit (180) and face (10).
 
-Writes ``data/runs/06_dabi_cci-curves.json`` (``tokendyn.results.save_rows``: rows, this command,
+Writes ``data/runs/06_dabi_cci-curves.json`` (``tokendyn.publish.results.save_rows``: rows, this command,
 provenance with the git commit). Resumable: each finished decoder's rows are kept under
 ``checkpoints/dabi/`` (JSON, named by the decoder and the parameters) and a rerun of the same command
 skips it. Each row carries the CPU seconds its decoder took (``cpu_seconds``, building and measuring).
@@ -39,8 +39,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn.atomic import write_json  # noqa: E402
-from tokendyn.checks import check_range  # noqa: E402
+from tokendyn.core.atomic import write_json  # noqa: E402
+from tokendyn.core.checks import check_range  # noqa: E402
 from tokendyn.latent import decoders  # noqa: E402
 
 OUT = "runs/06_dabi_cci-curves.json"
@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         check_range("norms", s, 0.0, None, lo_open=True)
     if args.reference not in norms:
         raise ValueError(f"--reference {args.reference} must be one of --norms {norms}")
-    from tokendyn import paths, results
+    from tokendyn.core import paths
+    from tokendyn.publish import results
 
     results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)

@@ -40,8 +40,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn.checkpoint import kept_or_computed  # noqa: E402
-from tokendyn.checks import check_range  # noqa: E402
+from tokendyn.core.checkpoint import kept_or_computed  # noqa: E402
+from tokendyn.core.checks import check_range  # noqa: E402
 from tokendyn.latent import geometry, tube  # noqa: E402
 from tokendyn.latent.contextual import LADDER_EVAL, SHIPPED_FLOW, ladder_models, load_context_latent  # noqa: E402
 from tokendyn.latent.dabi import residual_dabi  # noqa: E402
@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     steps = [int(k) for k in args.steps.split(",")]
     for k in steps:
         check_range("steps", k, 2, 1024, integer=True)
-    from tokendyn import paths, results
+    from tokendyn.core import paths
+    from tokendyn.publish import results
 
     results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)

@@ -19,9 +19,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from tokendyn import glauber, toy, traps  # noqa: E402
+from tokendyn.mcmc import glauber, toy  # noqa: E402
+from tokendyn.analysis import traps
 from tokendyn.latent import exact, samplers  # noqa: E402
-from tokendyn.atomic import write_json  # noqa: E402
+from tokendyn.core.atomic import write_json  # noqa: E402
 
 OUT = ROOT / "tests" / "golden" / "samplers.json"
 

@@ -12,7 +12,7 @@ rates and their ratio, the residual's aim at the nearest boundary, the token pos
 mass and bimodal share at the terminal step, and the same rates on the bimodal tokens alone, each
 with a 95% bootstrap interval over sequences. ``verdicts.exact_generator_regime`` reads the record.
 
-Writes ``data/runs/05_tube_law-mechanism-map.json`` (``tokendyn.results.save_rows``: one row per
+Writes ``data/runs/05_tube_law-mechanism-map.json`` (``tokendyn.publish.results.save_rows``: one row per
 cell, the command, provenance with the git commit and dirty flag). Resumable: each finished mixture
 is kept under ``checkpoints/mechanism/`` and a rerun of the same command skips it.
 """
@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT / "lib"))
 
 import torch  # noqa: E402
 
-from tokendyn.checkpoint import kept_or_computed, params_key  # noqa: E402
-from tokendyn.checks import check_range  # noqa: E402
+from tokendyn.core.checkpoint import kept_or_computed, params_key  # noqa: E402
+from tokendyn.core.checks import check_range  # noqa: E402
 
 OUT = "runs/05_tube_law-mechanism-map.json"
 
@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     check_range("n_boot", args.n_boot, 100, 100000, integer=True)
     check_range("seed", args.seed, 0, None, integer=True)
     check_range("threads", args.threads, 1, 256, integer=True)
-    from tokendyn import paths, results
+    from tokendyn.core import paths
+    from tokendyn.publish import results
 
     results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)

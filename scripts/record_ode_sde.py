@@ -16,7 +16,7 @@ per-text entropy* (``tokendyn.evaluation.generation.entropy_matched_perplexity``
 scored on the pooled mix of entropy quartiles), which separates "better text" from "less diverse
 text". Held-out real windows are scored the same way.
 
-Writes ``data/runs/07_escapes-ode-sde.json`` (``tokendyn.results.save_rows``: rows, this command,
+Writes ``data/runs/07_escapes-ode-sde.json`` (``tokendyn.publish.results.save_rows``: rows, this command,
 provenance with the git commit). Resumable: every finished cell is kept under
 ``checkpoints/ode-sde/`` (per-text scores, ``.npz``) and a rerun of the same command skips it.
 """
@@ -37,14 +37,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from tokendyn.atomic import write_atomic  # noqa: E402
-from tokendyn.checks import check_range  # noqa: E402
+from tokendyn.core.atomic import write_atomic  # noqa: E402
+from tokendyn.core.checks import check_range  # noqa: E402
 from tokendyn.evaluation.generation import (distinct_n, entropy_matched_perplexity, judge_nll,  # noqa: E402
                                             pooled_perplexity, repetition, text_entropies, unigram_entropy)
 from tokendyn.latent import samplers  # noqa: E402
 from tokendyn.latent.contextual import SHIPPED_FLOW, ladder_models, load_context_latent  # noqa: E402
 from tokendyn.models import load_ar  # noqa: E402
-from tokendyn.stats import seed_interval  # noqa: E402
+from tokendyn.core.stats import seed_interval  # noqa: E402
 
 LADDER = ROOT / "checkpoints" / "context-latent-ladder"
 OUT = "runs/07_escapes-ode-sde.json"
@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     steps = [int(k) for k in args.steps.split(",")]
     for k in steps:
         check_range("steps", k, 1, 1024, integer=True)
-    from tokendyn import paths, results
+    from tokendyn.core import paths
+    from tokendyn.publish import results
 
     results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)

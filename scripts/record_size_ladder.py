@@ -7,14 +7,14 @@ For each rung of ``tokendyn.models.shipped.HEAD_LADDER`` (all-MiniLM-L6-v2 cut t
 all-mpnet-base-v2 cut to 2, 4, 6, 10 and all 12; one head recipe, ``scripts/train_head.py``), and the
 base-size ``mpnet-base-mlm`` beside it (``rung: false``): ``--n-rect``
 rectangles with model-drawn alternatives at tau = 1 on chapter 2's own states (``--n-tokens`` content
-tokens of real passages, the topics interleaved, ``tokendyn.data.interleaved_passages``), each
-rectangle's raw delta ``|I_i - I_j|`` and normalized delta (``tokendyn.rectangle``), the rung's
+tokens of real passages, the topics interleaved, ``tokendyn.core.data.interleaved_passages``), each
+rectangle's raw delta ``|I_i - I_j|`` and normalized delta (``tokendyn.analysis.rectangle``), the rung's
 cloze-probe items from its ``eval.json``, and, for the ``--paired`` rungs, its summed
 pseudo-log-likelihood on each held-out passage of that evaluation (``tokendyn.evaluation.pseudo_ppl``). ``--reference`` (``minilm-mlm``) is
 recorded the same way, so that ``mpnet-base-mlm``'s quality is compared with it item by item. Chapter 2 bootstraps each rung's
-mean and the slope of delta on ln(parameters) (``tokendyn.stats.size_slope``) from these values.
+mean and the slope of delta on ln(parameters) (``tokendyn.core.stats.size_slope``) from these values.
 
-Writes ``data/runs/02_rectangle_test-size-ladder.json`` (``tokendyn.results.save_rows``: one row
+Writes ``data/runs/02_rectangle_test-size-ladder.json`` (``tokendyn.publish.results.save_rows``: one row
 per rung, the command, provenance with the git commit). Resumable: each finished rung is kept
 under ``checkpoints/size-ladder/`` and a rerun of the same command skips it.
 """
@@ -35,9 +35,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn.checkpoint import params_key  # noqa: E402
-from tokendyn.checks import check_choice, check_range  # noqa: E402
-from tokendyn.data import TOPICS  # noqa: E402
+from tokendyn.core.checkpoint import params_key  # noqa: E402
+from tokendyn.core.checks import check_choice, check_range  # noqa: E402
+from tokendyn.core.data import TOPICS  # noqa: E402
 
 OUT = "runs/02_rectangle_test-size-ladder.json"
 TOPIC_LIST = ["health", "sports", "food", "science", "politics"]  # chapter 2's
@@ -45,9 +45,10 @@ TOPIC_LIST = ["health", "sports", "food", "science", "politics"]  # chapter 2's
 
 def rung_row(name: str, args: argparse.Namespace) -> dict:
     """One rung's row: sizes, probe scores and the per-rectangle deltas (every number from tokendyn)."""
-    from tokendyn import book, rectangle
-    from tokendyn.conditional import content_ids
-    from tokendyn.data import interleaved_passages
+    from tokendyn.publish import book
+    from tokendyn.analysis import rectangle
+    from tokendyn.mcmc.conditional import content_ids
+    from tokendyn.core.data import interleaved_passages
     from tokendyn.evaluation import heldout_passages
     from tokendyn.evaluation.pseudo_ppl import pseudo_log_likelihoods
     from tokendyn.models import n_nonembedding_params, n_params, shipped
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=OUT, help="under data/")
     ap.add_argument("--resume-from", default=None,
                     help="a recorded run under data/ whose rows to keep for models whose weights are unchanged "
-                         "since its commit and whose parameters match (tokendyn.results.recorded_rows_to_keep)")
+                         "since its commit and whose parameters match (tokendyn.publish.results.recorded_rows_to_keep)")
     args = ap.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     args.paired = [m.strip() for m in args.paired.split(",") if m.strip()] + [args.reference]
@@ -111,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     check_range("n_tokens", args.n_tokens, 4, 510, integer=True)
     check_range("seed", args.seed, 0, None, integer=True)
     check_range("threads", args.threads, 1, 256, integer=True)
-    from tokendyn import paths, results
+    from tokendyn.core import paths
+    from tokendyn.publish import results
 
     results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
               "protocol": "model", "tau": 1.0, "paired": args.paired}
     # a rung's row does not depend on --paired, except that a paired rung needs its passages
     key = params_key(params, ignore=("paired",))
-    from tokendyn import results
+    from tokendyn.publish import results
 
     t0 = time.time()
     rows = results.rows_per_model(
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         done=lambda name, row: f"{name}: {row['params'] / 1e6:.1f}M, mean delta {sum(row['delta']) / len(row['delta']):.3f}, "
                                f"{row['cpu_seconds']:.0f} s CPU",
         resume_from=ROOT / "data" / args.resume_from if args.resume_from else None, ignore=("paired", "models", "reference"))
-    from tokendyn import paths
+    from tokendyn.core import paths
 
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_size_ladder.py "
            f"--models {','.join(models)} --reference {args.reference} --paired {','.join(args.paired[:-1])} --n-rect {args.n_rect} --n-tokens {args.n_tokens} --seed {args.seed}"

@@ -4,8 +4,8 @@
     TOKENDYN_THREADS=1 nice -n 5 .venv/bin/python scripts/record_traps.py \
         --models minilm-mlm,splade-tiny-mlm --starts 96 --taus 0.3,0.5,1.0
 
-For each model: the chapter's own trap search (``tokendyn.traps.census_starts`` and
-``tokendyn.traps.trap_census``: argmax sweeps from ``--starts`` real passages, a third each from
+For each model: the chapter's own trap search (``tokendyn.analysis.traps.census_starts`` and
+``tokendyn.analysis.traps.trap_census``: argmax sweeps from ``--starts`` real passages, a third each from
 health, sports and food, then the exact margins of every end state), the exact leave probability
 ``q`` of every distinct perfect trap at each temperature of ``--taus`` (``traps.leave_curve``, from the
 logits, no sampling), the temperature at which its exact dwell ``1/q`` reaches 1,000 steps
@@ -14,9 +14,9 @@ started in every trap at each temperature (none with ``--chains 0``: the size la
 ``--out runs/04_basins-trap-ladder.json``), watched ``--steps`` steps, their first exit times
 against Geometric of their trap's exact ``q`` (``traps.dwell_law``: pooled observed over predicted
 restricted mean dwell with a bootstrap interval, and the largest survival gap against the 95%
-Kolmogorov band). Medians over traps come with 95% bootstrap intervals (``tokendyn.stats``).
+Kolmogorov band). Medians over traps come with 95% bootstrap intervals (``tokendyn.core.stats``).
 
-Writes ``data/runs/04_basins-traps.json`` (``tokendyn.results.save_rows``: one row per model, the
+Writes ``data/runs/04_basins-traps.json`` (``tokendyn.publish.results.save_rows``: one row per model, the
 command that remakes it, provenance with the git commit and dirty flag). Resumable: each finished
 model is kept under ``checkpoints/traps/`` and a rerun of the same command skips it. A model with
 fewer than ``--min-traps`` distinct perfect traps fails the run (give more ``--starts``).
@@ -38,9 +38,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from tokendyn.checkpoint import params_key  # noqa: E402
-from tokendyn.checks import check_range  # noqa: E402
-from tokendyn.glauber import check_tau  # noqa: E402
+from tokendyn.core.checkpoint import params_key  # noqa: E402
+from tokendyn.core.checks import check_range  # noqa: E402
+from tokendyn.mcmc.glauber import check_tau  # noqa: E402
 
 OUT = "runs/04_basins-traps.json"
 START_TOPICS = ["health", "sports", "food"]
@@ -49,10 +49,11 @@ DWELL_MARK = 1000.0
 
 def census_model(name: str, args, taus: list[float]) -> dict:
     """One model's row of the record (every number from a tokendyn function)."""
-    from tokendyn import book, traps
-    from tokendyn.conditional import decode
+    from tokendyn.publish import book
+    from tokendyn.analysis import traps
+    from tokendyn.mcmc.conditional import decode
     from tokendyn.models import n_nonembedding_params, n_params, shipped
-    from tokendyn.stats import bootstrap
+    from tokendyn.core.stats import bootstrap
 
     t_cpu, t_wall = time.process_time(), time.time()
     loaded, cond = book.load_mlms([name])[name]
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=OUT, help="under data/")
     ap.add_argument("--resume-from", default=None,
                     help="a recorded run under data/ whose rows to keep for models whose weights are unchanged "
-                         "since its commit and whose parameters match (tokendyn.results.recorded_rows_to_keep)")
+                         "since its commit and whose parameters match (tokendyn.publish.results.recorded_rows_to_keep)")
     args = ap.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     if not models:
@@ -126,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     check_range("min_traps", args.min_traps, 2, None, integer=True)
     check_range("seed", args.seed, 0, None, integer=True)
     check_range("threads", args.threads, 1, 256, integer=True)
-    from tokendyn import paths, results
+    from tokendyn.core import paths
+    from tokendyn.publish import results
 
     results.check_recordable(paths.data_dir() / args.out)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(args.threads)
@@ -134,13 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     params = {k: v for k, v in vars(args).items() if k not in ("out", "models", "taus", "resume_from")}
     params.update(models=models, taus=taus, start_topics=START_TOPICS, dwell_mark=DWELL_MARK)
     key = params_key(params, ignore=("models", "threads"))
-    from tokendyn import results
+    from tokendyn.publish import results
 
     t0 = time.time()
     rows = results.rows_per_model(models, ROOT / "checkpoints" / "traps", key, lambda name: census_model(name, args, taus),
                                   resume_from=ROOT / "data" / args.resume_from if args.resume_from else None,
                                   ignore=("models", "threads"))
-    from tokendyn import paths
+    from tokendyn.core import paths
 
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_traps.py --models {','.join(models)} "
            f"--starts {args.starts} --taus {args.taus} --chains {args.chains} --steps {args.steps} "

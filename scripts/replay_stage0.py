@@ -31,8 +31,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn import paths, results  # noqa: E402
-from tokendyn.atomic import write_json, write_text  # noqa: E402
+from tokendyn.core import paths  # noqa: E402
+from tokendyn.publish import results
+from tokendyn.core.atomic import write_json, write_text  # noqa: E402
 from tokendyn.models import shipped  # noqa: E402
 from tokendyn.training.head import recipe_text, replay_mask_row  # noqa: E402
 
@@ -93,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in shipped.HEAD_LADDER]
     if unknown:
         ap.error(f"--models {unknown} are not ladder rungs: {list(shipped.HEAD_LADDER)}")
-    from tokendyn import paths, results
+    from tokendyn.core import paths
+    from tokendyn.publish import results
 
     results.check_recordable(paths.data_dir() / OUT)  # before any compute: a dirty tree records nothing
     torch.set_num_threads(1)

@@ -40,7 +40,7 @@ missing = [v for v in wanted.values() if not (share / v).is_file()]
 assert not missing, f"not unpacked: {missing}"
 # Check what was unpacked against the digests recorded in lib/tokendyn/assets/SHA256SUMS (the
 # loaders check the same manifest).
-from tokendyn.integrity import verify_assets
+from tokendyn.core.integrity import verify_assets
 verify_assets(share)
 PY
 

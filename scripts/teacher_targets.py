@@ -47,8 +47,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn.atomic import write_json  # noqa: E402
-from tokendyn.checks import check_choice, check_range  # noqa: E402
+from tokendyn.core.atomic import write_json  # noqa: E402
+from tokendyn.core.checks import check_choice, check_range  # noqa: E402
 from tokendyn.evaluation import causal_cloze_probe  # noqa: E402
 from tokendyn.models import load_ar, shipped  # noqa: E402
 from tokendyn.training.corpus import corpus_sentences, probe_overlap  # noqa: E402

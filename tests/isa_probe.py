@@ -2,7 +2,7 @@
 
 Prints one JSON line: the sha256 of the shipped MLM's site logits on real passages (so the test
 can see that the setting changed the bits), the live text of a small seeded coupling summary and
-of a claims table, and what :meth:`tokendyn.checked.Checks.agree` printed for them against the
+of a claims table, and what :meth:`tokendyn.publish.checked.Checks.agree` printed for them against the
 reference texts in ``argv[1]`` (a JSON file, or ``-`` for none).
 """
 
@@ -14,8 +14,11 @@ import sys
 
 import torch
 
-from tokendyn import book, claims, diagnostics, experiments, glauber, stats, verdicts
-from tokendyn.checked import Checks, Count, StdErr
+from tokendyn.publish import book, claims, verdicts
+from tokendyn.mcmc import diagnostics, glauber
+from tokendyn.analysis import experiments
+from tokendyn.core import stats
+from tokendyn.publish.checked import Checks, Count, StdErr
 
 torch.set_num_threads(1)
 mlms = book.load_mlms(["splade-tiny-mlm"])

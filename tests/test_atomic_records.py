@@ -1,9 +1,9 @@
-"""Atomic writes and damaged records (:mod:`tokendyn.atomic`).
+"""Atomic writes and damaged records (:mod:`tokendyn.core.atomic`).
 
-Every file the project writes goes through :func:`tokendyn.atomic.write_atomic`, so a reader
+Every file the project writes goes through :func:`tokendyn.core.atomic.write_atomic`, so a reader
 never sees a half-written record (two writers racing on one path, a reader polling it) and a
 writer killed mid-save leaves the old record intact. Every record reader raises
-:class:`tokendyn.atomic.RecordError` naming the file, what is wrong and how to remake it.
+:class:`tokendyn.core.atomic.RecordError` naming the file, what is wrong and how to remake it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ import nbformat
 import pytest
 import torch
 
-from tokendyn import atomic, checkpoint, claims, results, size, sweep
-from tokendyn.atomic import RecordError
+from tokendyn.core import atomic, checkpoint
+from tokendyn.publish import claims, results, sweep
+from tokendyn.analysis import size
+from tokendyn.core.atomic import RecordError
 
 ROOT = Path(__file__).resolve().parents[1]
 CMD = "TOKENDYN_THREADS=1 nice -n 5 .venv/bin/python scripts/record_size_ladder.py --seed 3"
@@ -94,7 +96,7 @@ def test_no_library_module_or_script_writes_in_place_or_keeps_its_own_temporary_
                               *(ROOT / "benchmarks").glob("*.py")])
              if f.name != "atomic.py"
              for k, line in enumerate(f.read_text().splitlines(), 1) if pattern.search(line)]
-    assert not found, "write through tokendyn.atomic instead:\n" + "\n".join(found)
+    assert not found, "write through tokendyn.core.atomic instead:\n" + "\n".join(found)
 
 
 # --- a race: two writers and a reader on one record ----------------------------------------------

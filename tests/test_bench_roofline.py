@@ -98,7 +98,7 @@ def test_glauber_bench_on_a_tiny_bert(bench):
 
 
 def test_the_appendix_reads_a_failed_fraction_as_a_failure():
-    from tokendyn.figures.performance import fraction_text, goal_text, roofline_value, target_text
+    from tokendyn.publish.figures.performance import fraction_text, goal_text, roofline_value, target_text
 
     assert roofline_value({"roofline_fraction": 0.82}) == 0.82
     assert roofline_value({"roofline_fraction": None, "roofline_failed": True}) is None

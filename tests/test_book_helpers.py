@@ -1,6 +1,6 @@
 """book.below prints round-off as the bound it stays under."""
 
-from tokendyn import book
+from tokendyn.publish import book
 
 
 def test_below_prints_the_bound_or_the_value():
@@ -16,7 +16,7 @@ def test_interval_and_table_format_what_the_reader_sees():
 
     import pandas as pd
 
-    from tokendyn import book
+    from tokendyn.publish import book
 
     assert book.interval(1.234, 1.0, 1.5) == "1.23 [1.00, 1.50]"
     assert book.interval(math.inf, 2.0, math.inf, ".1f") == "censored [2.0, censored]"

@@ -447,7 +447,7 @@ RESULTS_TABLE_CELLS = '.cell_output table[id^="T_"] th, .cell_output table[id^="
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("doc", [d for d in _toc_files() if Path(d).name[:2].isdigit()])
 def test_results_tables_never_break_a_word(built, browser, request, doc, width):
-    """At 960 and 1280 px no header or cell of a results table (tokendyn.book.table) has a word
+    """At 960 and 1280 px no header or cell of a results table (tokendyn.publish.book.table) has a word
     broken across lines ("pseudo-perplexi/ty"); a line break at a word's own hyphen is a break
     between its parts, not a broken word."""
     from book_fit import BROKEN_WORDS

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from tokendyn import diagnostics, experiments, toy
-from tokendyn.diagnostics import bootstrap as bs
+from tokendyn.mcmc import diagnostics, toy
+from tokendyn.analysis import experiments
+from tokendyn.mcmc.diagnostics import bootstrap as bs
 
 
 def _cell(n: int, budget: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -151,7 +152,7 @@ def test_scaling_table_matches_its_parts_and_caps_censored_ratios():
 
 
 def test_an_estimate_is_stored_as_the_dict_a_record_reads_back():
-    from tokendyn.stats import Estimate
+    from tokendyn.core.stats import Estimate
 
     e = Estimate(1.5, 1.0, 2.0, 40, 0.9)
     assert e.to_dict() == {"value": 1.5, "lo": 1.0, "hi": 2.0, "n": 40}

@@ -50,7 +50,7 @@ def test_each_figure_is_its_caption_and_one_call(path):
             bad.append(i)
         elif "alt." in ast.unparse(rest[0]):
             bad.append(i)
-    assert not bad, f"{path.name}: figure cells {bad} build a chart inline; call a tokendyn.figures function"
+    assert not bad, f"{path.name}: figure cells {bad} build a chart inline; call a tokendyn.publish.figures function"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])

@@ -9,8 +9,11 @@ import pandas as pd
 import pytest
 import torch
 
-from tokendyn import book, experiments, influence, stats, toy
-from tokendyn.diagnostics import median_times, survival
+from tokendyn.publish import book
+from tokendyn.analysis import experiments, influence
+from tokendyn.core import stats
+from tokendyn.mcmc import toy
+from tokendyn.mcmc.diagnostics import median_times, survival
 from tokendyn.latent import tube
 
 
@@ -111,7 +114,7 @@ def test_flip_score_cross_entropy_and_pixel_error_match_their_definitions():
 
 
 def test_within_across_means_over_ordered_pairs():
-    from tokendyn import embedding
+    from tokendyn.models import embedding
 
     C = torch.tensor([[1.0, 0.8, 0.1], [0.8, 1.0, 0.3], [0.1, 0.3, 1.0]])
     within, across = embedding.within_across(C, ["a", "a", "b"])

@@ -1,4 +1,4 @@
-"""tokendyn.chapter_params: every chapter's defaults pass, every rule names a parameter of its
+"""tokendyn.publish.chapter_params: every chapter's defaults pass, every rule names a parameter of its
 chapter, and bad values fail by name (fast: the parameters cells are executed, nothing loads)."""
 
 import json
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tokendyn import chapter_params
+from tokendyn.publish import chapter_params
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 

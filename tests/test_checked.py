@@ -1,4 +1,4 @@
-"""tokendyn.checked: checked outputs that hold on every CPU, and fail on a real change."""
+"""tokendyn.publish.checked: checked outputs that hold on every CPU, and fail on a real change."""
 
 import json
 import math
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tokendyn import checked
-from tokendyn.checked import Checks
+from tokendyn.publish import checked
+from tokendyn.publish.checked import Checks
 
 LINE = "minilm-mlm [model], 256 rectangles: raw delta mean 0.45 [0.39, 0.51], median 0.28; 171 of 384 censored\n"
 

@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from tokendyn import checkpoint
+from tokendyn.core import checkpoint
 
 
 def test_tensors_round_trip_with_meta(tmp_path):
@@ -83,7 +83,8 @@ def _store_cell(tmp_path, values):
 
 
 def test_another_model_under_the_same_tag_never_gets_the_first_models_cells(tmp_path):
-    from tokendyn import experiments, toy
+    from tokendyn.analysis import experiments
+    from tokendyn.mcmc import toy
 
     x0 = torch.zeros(6, 5, dtype=torch.long)
     y0 = torch.ones(6, 5, dtype=torch.long)
@@ -100,7 +101,7 @@ def test_another_model_under_the_same_tag_never_gets_the_first_models_cells(tmp_
 
 
 def test_retrained_weights_under_the_same_name_are_a_new_cell(tmp_path):
-    from tokendyn.conditional import MLMConditional
+    from tokendyn.mcmc.conditional import MLMConditional
     from tokendyn.models.tiny import build_tiny
 
     loaded = build_tiny("bert", seed=0)
@@ -167,7 +168,7 @@ def test_recompute_mode_sets_a_bad_file_aside_and_recomputes(tmp_path):
 
 
 def test_stored_parameters_and_model_are_compared_on_load(tmp_path):
-    from tokendyn import toy
+    from tokendyn.mcmc import toy
 
     a, b = toy.potts_chain(4, 2, seed=0), toy.potts_chain(4, 2, seed=1)
     store = checkpoint.Store(tmp_path)
@@ -191,7 +192,7 @@ def test_fingerprint_sees_every_element_of_a_tensor():
 
 
 def test_kept_or_computed_resumes_a_unit_and_recomputes_one_it_refuses(tmp_path):
-    from tokendyn.checkpoint import kept_or_computed, params_key
+    from tokendyn.core.checkpoint import kept_or_computed, params_key
 
     calls = []
     path = tmp_path / "units" / "a.json"
@@ -223,8 +224,8 @@ def test_a_kept_row_counts_only_for_the_weights_it_was_computed_from(tmp_path, m
     import json
     import subprocess
 
-    from tokendyn import results
-    from tokendyn.checkpoint import params_key
+    from tokendyn.publish import results
+    from tokendyn.core.checkpoint import params_key
 
     root = tmp_path / "repo"
     for name in ("kept", "retrained"):

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokendyn import claims, results, stats, verdicts
+from tokendyn.publish import claims, results, verdicts
+from tokendyn.core import stats
 
 
 def test_wilson_matches_known_values():
@@ -67,7 +68,7 @@ def test_scoreboard_gathers_every_claim_from_results(tmp_path):
 
 
 def test_scoreboard_points_show_every_claim_and_compare_where_both_are_numbers():
-    from tokendyn import figures
+    from tokendyn.publish import figures
 
     assert claims.intervals_in("a: 0.45 [0.39, 0.51]; K=4: 11.0% [10.3%, 11.6%], n=16: 2 [2, 3]") == [
         ("a", 0.45, 0.39, 0.51), ("K=4", pytest.approx(0.11), pytest.approx(0.103), pytest.approx(0.116)),

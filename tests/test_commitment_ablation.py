@@ -4,10 +4,10 @@ and parameter errors (no model is loaded)."""
 import numpy as np
 import pytest
 
-from tokendyn import verdicts as V
+from tokendyn.publish import verdicts as V
 from tokendyn.evaluation.ablation import commitment_effect, commitment_effects
 from tokendyn.evaluation.generation import seq_rep
-from tokendyn.stats import Estimate
+from tokendyn.core.stats import Estimate
 from script_runs import killed_then_resumed, load_script
 
 

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from tokendyn.conditional import ConditionalModel, MLMConditional, content_ids, decode, special_ids
+from tokendyn.mcmc.conditional import ConditionalModel, MLMConditional, content_ids, decode, special_ids
 from tokendyn.models.tiny import ARCHS, build_tiny
-from tokendyn.toy import potts_chain
+from tokendyn.mcmc.toy import potts_chain
 
 TEXT = "the capital of the city was used for the theme song of the band in the north"
 
@@ -124,7 +124,7 @@ def test_the_readme_bring_your_own_model_lines_run(tmp_path):
     """The README's example, on a tiny BERT saved as safetensors and loaded back by path."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    from tokendyn import glauber
+    from tokendyn.mcmc import glauber
 
     tiny = build_tiny("bert", pad_vocab=0)
     tiny.model.save_pretrained(tmp_path, safe_serialization=True)
@@ -150,7 +150,7 @@ def test_the_readme_bring_your_own_model_lines_run(tmp_path):
 def test_compiled_encoder_matches_eager_and_drives_a_chain():
     """compile=True (torch.compile with frozen weights) gives the eager logits up to float rounding,
     and the Glauber kernel runs on it unchanged."""
-    from tokendyn import glauber
+    from tokendyn.mcmc import glauber
 
     tiny = build_tiny("bert", pad_vocab=3)
     eager, comp = MLMConditional(tiny), MLMConditional(tiny, compile=True)
@@ -178,7 +178,7 @@ def test_site_logits_in_place_fill_leaves_no_alias(loaded):
 
 
 def test_last_layer_runs_at_the_sites_only_and_agrees_with_the_full_pass(loaded):
-    """Every tiny family runs its last layer at the sites (tokendyn.site_encoder); "full" runs every
+    """Every tiny family runs its last layer at the sites (tokendyn.mcmc.site_encoder); "full" runs every
     layer at every position; the two give the same logits up to float rounding."""
     sites_only, full = MLMConditional(loaded), MLMConditional(loaded, last_layer="full")
     assert sites_only.last_layer == "sites" and full.last_layer == "full"

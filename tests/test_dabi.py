@@ -241,7 +241,7 @@ def test_dabi_curves_rejects_bad_directions():
 def test_dabi_curves_figure_has_one_panel_per_direction_kind():
     import pandas as pd
 
-    from tokendyn import figures
+    from tokendyn.publish import figures
 
     d = pd.DataFrame({"decoder": ["a"] * 4, "kind": ["text"] * 4, "along": ["residual", "residual", "sharpest", "sharpest"],
                       "norm": [0.1, 1.0] * 2, "DABI": [10.0, 2.0, 900.0, 100.0], "lo": [8.0, 1.5, 800.0, 90.0],

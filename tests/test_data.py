@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tokendyn import data
+from tokendyn.core import data
 
 PAPER_TOPICS = ("health", "sports", "food", "science", "politics")
 

@@ -1,9 +1,9 @@
-"""Committed and expected-embedding decoding (tokendyn.decoding) on tiny models built in code."""
+"""Committed and expected-embedding decoding (tokendyn.latent.discrete) on tiny models built in code."""
 
 import pytest
 import torch
 
-from tokendyn.decoding import ar_decode, mask_diffusion_decode
+from tokendyn.latent.discrete import ar_decode, mask_diffusion_decode
 from tokendyn.models.tiny import build_tiny
 
 

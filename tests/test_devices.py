@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tokendyn import devices
+from tokendyn.core import devices
 
 
 def test_cuda_when_present_is_the_default(monkeypatch):
@@ -16,7 +16,7 @@ def test_cuda_when_present_is_the_default(monkeypatch):
 
 
 def test_book_setup_threads_and_device(monkeypatch):
-    from tokendyn import book
+    from tokendyn.publish import book
 
     monkeypatch.setenv("TOKENDYN_THREADS", "1")
     monkeypatch.setenv("TOKENDYN_DEVICE", "cpu")
@@ -35,7 +35,7 @@ def test_book_setup_threads_and_device(monkeypatch):
 
 
 def test_progress_bars_can_be_switched_off(monkeypatch):
-    from tokendyn import book
+    from tokendyn.publish import book
 
     monkeypatch.setenv("TOKENDYN_PROGRESS", "0")
     assert not book.progress_enabled() and list(book.progress(range(3))) == [0, 1, 2]

@@ -6,8 +6,9 @@ import math
 import pytest
 import torch
 
-from tokendyn import diagnostics, experiments, glauber, toy
-from tokendyn.checkpoint import Store
+from tokendyn.mcmc import diagnostics, glauber, toy
+from tokendyn.analysis import experiments
+from tokendyn.core.checkpoint import Store
 
 
 def test_survival_without_censoring_is_the_empirical_tail():
@@ -177,8 +178,8 @@ def test_forgotten_drift_is_the_mean_distance_to_the_other_starts():
 
 @pytest.mark.slow  # parses the 10,033-paragraph Wikipedia file
 def test_start_states_are_real_different_passages():
-    from tokendyn.conditional import content_ids
-    from tokendyn.data import passages
+    from tokendyn.mcmc.conditional import content_ids
+    from tokendyn.core.data import passages
     from tokendyn.models.tiny import build_tiny
 
     L = build_tiny("bert")

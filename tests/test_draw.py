@@ -1,4 +1,4 @@
-"""The Glauber step's draw (tokendyn.sampling.draw_tempered: tempered weights, then a two-level
+"""The Glauber step's draw (tokendyn.mcmc.sampling.draw_tempered: tempered weights, then a two-level
 inverse CDF) against the exact float64 softmax law."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy import stats
 
-from tokendyn import sampling as S
+from tokendyn.mcmc import sampling as S
 
 CRITICAL_P = 1e-6  # a correct draw fails a test one run in a million
 

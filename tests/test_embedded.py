@@ -8,7 +8,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tokendyn import evaluation, integrity, models
+from tokendyn import evaluation, models
+from tokendyn.core import integrity
 from tokendyn.models import shipped
 
 SHIPPED = [n for n in shipped.RECIPES if (shipped.models_dir() / n / shipped.WEIGHTS).is_file()]

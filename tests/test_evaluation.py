@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tokendyn import evaluation as ev
-from tokendyn.conditional import MLMConditional
+from tokendyn.mcmc.conditional import MLMConditional
 from tokendyn.evaluation import ClozeItem
 from tokendyn.models.tiny import ARCHS, build_tiny
 
@@ -39,7 +39,7 @@ def test_salted_split_is_the_text_latent_rule():
 
 
 def test_text_latent_documents_use_the_same_split():
-    from tokendyn.data import corpus
+    from tokendyn.core.data import corpus
     from tokendyn.latent.text import split_documents
 
     docs = corpus("wiki")
@@ -50,7 +50,7 @@ def test_text_latent_documents_use_the_same_split():
 
 
 def test_heldout_passages_are_5_percent_of_wiki_and_stable():
-    from tokendyn.data import wiki_records
+    from tokendyn.core.data import wiki_records
 
     recs = wiki_records()
     assert sum(ev.is_heldout(r["extract"]) for r in recs) == 513  # of 10,021

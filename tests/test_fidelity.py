@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from tokendyn import fidelity, toy
+from tokendyn.analysis import fidelity
+from tokendyn.mcmc import toy
 
 
 class Rounded:

@@ -1,4 +1,4 @@
-"""Every figure of tokendyn.figures builds a valid Vega-Lite spec from small chapter-shaped data,
+"""Every figure of tokendyn.publish.figures builds a valid Vega-Lite spec from small chapter-shaped data,
 and draws what its docstring says (the right rows, the right cut-offs, the right colours)."""
 
 import math
@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 import torch
 
-from tokendyn import figures, toy
-from tokendyn.diagnostics import DriftRun, survival
-from tokendyn.fidelity import PairedCoupling
-from tokendyn.fill import SiteConditionals
-from tokendyn.figures._style import tau_palette
+from tokendyn.publish import figures
+from tokendyn.mcmc import toy
+from tokendyn.mcmc.diagnostics import DriftRun, survival
+from tokendyn.analysis.fidelity import PairedCoupling
+from tokendyn.mcmc.fill import SiteConditionals
+from tokendyn.publish.figures._style import tau_palette
 
 
 def _spec(chart):
@@ -307,7 +308,7 @@ def test_every_figure_is_exported():
     import inspect
     import pkgutil
 
-    mods = [importlib.import_module(f"tokendyn.figures.{m.name}") for m in pkgutil.iter_modules(figures.__path__)
+    mods = [importlib.import_module(f"tokendyn.publish.figures.{m.name}") for m in pkgutil.iter_modules(figures.__path__)
             if not m.name.startswith("_")]
     public = {n for mod in mods for n in mod.__all__}
     assert public == set(figures.__all__)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tokendyn import fill, toy
+from tokendyn.mcmc import fill, toy
 
 
 def test_site_conditionals_match_the_toy_conditionals():

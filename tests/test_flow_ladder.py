@@ -16,7 +16,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from tokendyn.integrity import write_sums
+from tokendyn.core.integrity import write_sums
 from tokendyn.latent import contextual
 from tokendyn.latent.contextual import LinearReadout, load_context_latent
 from tokendyn.training import latents as training_latents

@@ -84,7 +84,7 @@ def test_seeded_scores_pool_perplexity_and_put_diversity_intervals_over_seeds():
 
 
 def test_seed_interval_is_the_student_t_interval():
-    from tokendyn.stats import seed_interval
+    from tokendyn.core.stats import seed_interval
 
     est = seed_interval([1.0, 2.0, 3.0])
     # mean 2, sd 1, n 3: half-width t(0.975, 2) / sqrt(3) = 4.3027 / 1.7321
@@ -94,7 +94,7 @@ def test_seed_interval_is_the_student_t_interval():
 
 
 def test_seed_interval_of_a_rate_stays_in_its_range():
-    from tokendyn.stats import seed_interval
+    from tokendyn.core.stats import seed_interval
 
     est = seed_interval([0.0, 0.0, 0.06], bounds=(0.0, 1.0))
     assert est.lo == 0.0 and est.value == pytest.approx(0.02) and est.hi > 0.06

@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from tokendyn import glauber as G
-from tokendyn import sampling as S
-from tokendyn import toy
+from tokendyn.mcmc import glauber as G
+from tokendyn.mcmc import sampling as S
+from tokendyn.mcmc import toy
 
 
 def _empirical(states, q):
@@ -263,7 +263,7 @@ def test_recorded_coupling_chain_has_the_exact_gibbs_law():
 # --- bad input gets a clear error, never a silent wrong result ----------------------
 
 def _tiny_cond():
-    from tokendyn.conditional import MLMConditional
+    from tokendyn.mcmc.conditional import MLMConditional
     from tokendyn.models.tiny import build_tiny
 
     return MLMConditional(build_tiny("bert", seed=0, pad_vocab=3))

@@ -2,7 +2,7 @@
 SDE samplers on exact toy models, against tests/golden/samplers.json (scripts/record_golden.py). The toys run in
 float64, so no CPU's float order moves them: a difference is a change of the samplers' random
 numbers or of their law. The file was recorded with the float64 full-row softmax draw that the
-two-level draw of tokendyn.sampling replaced; the same ids came out."""
+two-level draw of tokendyn.mcmc.sampling replaced; the same ids came out."""
 
 from __future__ import annotations
 

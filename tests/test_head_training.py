@@ -15,11 +15,11 @@ import shutil
 import pytest
 import torch
 
-from tokendyn import integrity
-from tokendyn.integrity import IntegrityError
+from tokendyn.core import integrity
+from tokendyn.core.integrity import IntegrityError
 from tokendyn.models import mpnet, shipped
 from tokendyn.models.tiny import _CORPUS, save_tiny_mpnet
-from tokendyn.paths import data_dir
+from tokendyn.core.paths import data_dir
 from tokendyn.training import head
 from tokendyn.training.mlm import IncompatibleCheckpoint
 

@@ -12,9 +12,12 @@ import re
 import pytest
 import torch
 
-from tokendyn import checks, decoding, fill, glauber, influence, rectangle, sampling, stats, toy, traps
-from tokendyn.conditional import MLMConditional
-from tokendyn.diagnostics.scaling import n_log_n
+from tokendyn.core import checks, stats
+from tokendyn.latent import discrete
+from tokendyn.mcmc import fill, glauber, sampling, toy
+from tokendyn.analysis import influence, rectangle, traps
+from tokendyn.mcmc.conditional import MLMConditional
+from tokendyn.mcmc.diagnostics.scaling import n_log_n
 from tokendyn.latent import samplers
 from tokendyn.latent.flow import FlowConfig, VelocityNet
 from tokendyn.latent.tube import readout_margins
@@ -120,23 +123,23 @@ def test_margin_bound_takes_any_margin_and_refuses_nan():
 def test_ar_decode_checks_tau_prompt_and_banned(tiny_causal):
     prompt = torch.zeros(2, 3, dtype=torch.long)
     with pytest.raises(ValueError, match=_m("tau=inf is out of range: allowed (0, inf)")):  # was nan draws
-        decoding.ar_decode(tiny_causal, prompt, 2, seed=0, tau=math.inf, banned=torch.tensor([1]))
+        discrete.ar_decode(tiny_causal, prompt, 2, seed=0, tau=math.inf, banned=torch.tensor([1]))
     with pytest.raises(ValueError, match=_m("prompt must hold token ids in [0, 50), got ids in [100, 100]")):
-        decoding.ar_decode(tiny_causal, torch.full((2, 3), 100), 2, seed=0)  # was IndexError in torch
+        discrete.ar_decode(tiny_causal, torch.full((2, 3), 100), 2, seed=0)  # was IndexError in torch
     with pytest.raises(TypeError, match=_m("prompt must be an integer torch.Tensor [B, p] of token ids, got "
                                            "torch.float32")):
-        decoding.ar_decode(tiny_causal, prompt.float(), 2, seed=0)
+        discrete.ar_decode(tiny_causal, prompt.float(), 2, seed=0)
     with pytest.raises(ValueError, match=_m("banned holds all 50 token ids: nothing is left to draw")):
-        decoding.ar_decode(tiny_causal, prompt, 2, seed=0, banned=torch.arange(50))  # was nan draws
+        discrete.ar_decode(tiny_causal, prompt, 2, seed=0, banned=torch.arange(50))  # was nan draws
     with pytest.raises(ValueError, match=_m("banned must hold token ids in [0, 50), got ids in [100, 100]")):
-        decoding.ar_decode(tiny_causal, prompt, 2, seed=0, banned=torch.tensor([100]))  # was IndexError
+        discrete.ar_decode(tiny_causal, prompt, 2, seed=0, banned=torch.tensor([100]))  # was IndexError
     with pytest.raises(TypeError, match=_m("banned must be an integer torch.Tensor [k] of token ids, got list")):
-        decoding.ar_decode(tiny_causal, prompt, 2, seed=0, banned=[1])
+        discrete.ar_decode(tiny_causal, prompt, 2, seed=0, banned=[1])
 
 
 def test_mask_diffusion_refuses_an_infinite_tau():
     with pytest.raises(ValueError, match=_m("tau=inf is out of range: allowed (0, inf)")):
-        decoding.mask_diffusion_decode(build_tiny("bert"), 4, 1, 2, seed=0, tau=math.inf)
+        discrete.mask_diffusion_decode(build_tiny("bert"), 4, 1, 2, seed=0, tau=math.inf)
 
 
 def test_flow_samplers_check_latents_against_the_network(net):

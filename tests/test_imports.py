@@ -1,4 +1,5 @@
-"""The library's import graph: no cycles among module-level imports, and every module imports alone.
+"""The library's import graph: floors with no import up a floor and no circles (lazy imports
+included), no cycles among module-level imports, and every module imports alone.
 
 A cycle works until someone reorders two lines; then a chapter fails with a half-initialised
 module. The graph is read statically from each module's top-level imports (lazy imports inside
@@ -25,11 +26,13 @@ def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
 
 
-def _edges(name: str, path: Path, known: set[str]) -> set[str]:
-    """Modules of the package that ``name`` imports at module level."""
+def _edges(name: str, path: Path, known: set[str], lazy: bool = False) -> set[str]:
+    """Modules of the package that ``name`` imports at module level (``lazy``: anywhere, inside
+    functions too)."""
     is_pkg = path.name == "__init__.py"
     out: set[str] = set()
-    for node in ast.parse(path.read_text()).body:
+    tree = ast.parse(path.read_text())
+    for node in (ast.walk(tree) if lazy else tree.body):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name in known}
         elif isinstance(node, ast.ImportFrom):
@@ -77,6 +80,35 @@ def test_no_import_cycles_in_the_library():
     mods = _modules()
     graph = {m: _edges(m, p, set(mods)) for m, p in mods.items()}
     assert find_cycle(graph) is None, f"import cycle: {' -> '.join(find_cycle(graph))}"
+
+
+# The floors, bottom up: a module imports from its own floor or a lower one, never a higher one.
+FLOORS = ("core", "models", "mcmc", "evaluation", "latent", "training", "analysis", "publish")
+
+
+def _floor(module: str) -> int:
+    """The floor of ``tokendyn.<package>...`` (the root ``tokendyn`` module: below every floor)."""
+    parts = module.split(".")
+    return -1 if len(parts) == 1 else FLOORS.index(parts[1])
+
+
+def test_every_module_lives_on_a_floor():
+    flat = sorted(m for m in _modules() if m.count(".") == 1 and m.split(".")[1] not in FLOORS)
+    assert not flat, f"modules outside the floors {FLOORS}: {flat}"
+
+
+def test_no_import_runs_up_a_floor_or_round_a_circle():
+    mods = _modules()
+    graph = {m: _edges(m, p, set(mods), lazy=True) for m, p in mods.items()}
+    up = sorted(f"{a} -> {b}" for a, bs in graph.items() for b in bs if _floor(b) > _floor(a))
+    assert not up, "imports up a floor:\n" + "\n".join(up)
+    packages = {}
+    for a, bs in graph.items():
+        packages.setdefault(".".join(a.split(".")[:2]), set()).update(".".join(b.split(".")[:2]) for b in bs)
+    for k in packages:
+        packages[k].discard(k)
+    assert find_cycle(packages) is None, f"packages import in a circle: {find_cycle(packages)}"
+    assert find_cycle(graph) is None, f"modules import in a circle (lazy imports too): {find_cycle(graph)}"
 
 
 _ALONE = """

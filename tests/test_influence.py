@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from tokendyn import influence as I
-from tokendyn import toy
-from tokendyn.conditional import MLMConditional, content_ids
+from tokendyn.analysis import influence as I
+from tokendyn.mcmc import toy
+from tokendyn.mcmc.conditional import MLMConditional, content_ids
 from tokendyn.models.tiny import build_tiny
 
 TAUS = [0.25, 0.5, 1.0, 2.0, 4.0]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tokendyn import integrity
-from tokendyn.integrity import IntegrityError
+from tokendyn.core import integrity
+from tokendyn.core.integrity import IntegrityError
 from tokendyn.models import shipped
 
 MODELS = shipped.models_dir()

@@ -1,7 +1,7 @@
 """Kill and resume: a checkpointed survey killed with SIGKILL at random points, then resumed.
 
-The survey is eight cells of :func:`tokendyn.experiments.coupling_grid` on a Potts toy, checkpointed in
-one :class:`~tokendyn.checkpoint.Store`. A worker process runs it; at each kill point it stops and
+The survey is eight cells of :func:`tokendyn.analysis.experiments.coupling_grid` on a Potts toy, checkpointed in
+one :class:`~tokendyn.core.checkpoint.Store`. A worker process runs it; at each kill point it stops and
 the test kills it with SIGKILL. The kill points (``KILL_POINTS``, drawn from a seeded generator so
 every run of the test kills at the same places) are: random forward passes of the sampler, as a
 fraction of the work left; the middle of writing a checkpoint (half its bytes on disk); and the
@@ -21,7 +21,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tokendyn import atomic, checkpoint, experiments, glauber, toy
+from tokendyn.core import atomic, checkpoint
+from tokendyn.analysis import experiments
+from tokendyn.mcmc import glauber, toy
 
 N_CELLS = 8
 TAUS = [0.8, 2.0]

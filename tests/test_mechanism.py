@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from tokendyn import verdicts as V
+from tokendyn.publish import verdicts as V
 from tokendyn.latent import exact, mechanism
-from tokendyn.stats import Estimate as E
+from tokendyn.core.stats import Estimate as E
 from script_runs import load_script
 
 
@@ -119,7 +119,7 @@ def test_by_mixture_groups_recorded_rows_for_the_rule():
 
 def test_mechanism_figures_leave_out_lower_bounds_and_draw_our_latents():
     import pandas as pd
-    from tokendyn import figures
+    from tokendyn.publish import figures
     cells = pd.DataFrame([{"K": 4, "flips": 0.2, "isotropic": 0.01, "ratio": 20.0, "separation": 10.0, "d": 64, "M": 256,
                            "sigma": 0.1, "spacing": 1.0},
                           {"K": 4, "flips": 0.05, "isotropic": 0.0, "ratio": 51.0, "separation": 40.0, "d": 64, "M": 256,

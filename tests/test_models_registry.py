@@ -5,7 +5,8 @@ import time
 import pytest
 import torch
 
-from tokendyn import embedding, models
+from tokendyn.models import embedding
+from tokendyn import models
 
 
 def test_hub_id_fails_fast_offline_and_names_what_is_available(monkeypatch):

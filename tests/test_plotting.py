@@ -6,7 +6,7 @@ import re
 import altair as alt
 import pandas as pd
 
-import tokendyn.plotting as tp
+import tokendyn.publish.plotting as tp
 
 
 def test_renderer_embeds_spec_for_the_book_loader():
@@ -48,7 +48,7 @@ def test_titles_and_captions_show_maths_in_unicode_and_leave_data_alone():
     import altair as alt
     import pandas as pd
 
-    from tokendyn import plotting as tp
+    from tokendyn.publish import plotting as tp
 
     assert tp.pretty("alpha_hat(tau) at tau* = 2; delta vs |i - j|; 4 x 4; K -> 1") == \
         "α̂(τ) at τ* = 2; δ vs |i − j|; 4 × 4; K → 1"

@@ -9,14 +9,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tokendyn import fill, glauber, influence, rectangle, traps
-from tokendyn.conditional import MLMConditional, content_ids
-from tokendyn.decoding import ar_decode, mask_diffusion_decode
+from tokendyn.mcmc import fill, glauber
+from tokendyn.analysis import influence, rectangle, traps
+from tokendyn.mcmc.conditional import MLMConditional, content_ids
+from tokendyn.latent.discrete import ar_decode, mask_diffusion_decode
 from tokendyn.evaluation.causal import sequence_log_likelihoods
 from tokendyn.evaluation.masked import masked_logits
 from tokendyn.evaluation.pseudo_ppl import text_site_logits
 from tokendyn.models.tiny import build_tiny
-from tokendyn.positions import max_positions
+from tokendyn.core.positions import max_positions
 
 TOO_LONG = "n=127 content tokens need 129 positions with {w} wrapping; {name} has 128 "
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tokendyn import preregistration as pre
-from tokendyn import verdicts
+from tokendyn.publish import preregistration as pre
+from tokendyn.publish import verdicts
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -90,6 +90,23 @@ def test_a_rule_that_only_moved_is_followed(toy_repo, monkeypatch):
     (toy_repo / "lib" / "tokendyn" / "rules" / "core.py").write_text("def rule(x):\n    return x > 3\n")
     (found,) = pre.problems(toy_repo)
     assert "changed since its commit" in found
+
+
+def test_docstrings_and_moved_imports_are_not_the_rule_but_what_runs_is(toy_repo, monkeypatch):
+    """The rule is its code: a reworded docstring, or an import of a module that moved, leave it
+    the rule its run had; an import of another module, or another threshold, do not."""
+    rules = toy_repo / "lib" / "tokendyn" / "verdicts.py"
+    rules.write_text('def rule(x):\n    """Above one (tokendyn.stats)."""\n    from .stats import f\n    return f(x) > 1\n')
+    _git(toy_repo, "commit", "-qam", "rule with an import")
+    _record(toy_repo, _git(toy_repo, "rev-parse", "HEAD"))
+    monkeypatch.setattr(pre, "MOVED_MODULES", {"tokendyn.stats": "tokendyn.core.stats"})
+    rules.write_text('def rule(x):\n    """Above one, reworded (tokendyn.core.stats)."""\n'
+                     '    from .core.stats import f  # moved\n    return f(x) > 1\n')
+    assert pre.problems(toy_repo) == []
+    rules.write_text('def rule(x):\n    from .other import f\n    return f(x) > 1\n')
+    assert "changed since its commit" in pre.problems(toy_repo)[0]
+    rules.write_text('def rule(x):\n    from .core.stats import f\n    return f(x) >= 1\n')
+    assert "changed since its commit" in pre.problems(toy_repo)[0]
 
 
 def test_a_dirty_or_missing_run_fails(toy_repo):

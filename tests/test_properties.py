@@ -17,10 +17,12 @@ import torch
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tokendyn import checkpoint, data, sweep, toy
-from tokendyn import glauber as G
-from tokendyn import sampling as S
-from tokendyn import rectangle as R
+from tokendyn.core import checkpoint, data
+from tokendyn.publish import sweep
+from tokendyn.mcmc import toy
+from tokendyn.mcmc import glauber as G
+from tokendyn.mcmc import sampling as S
+from tokendyn.analysis import rectangle as R
 
 CASES = dict(derandomize=True, database=None, deadline=None, print_blob=True,
              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -32,7 +34,7 @@ N_SAMPLE, N_COUPLING, N_STAY, N_INVERSE, N_DELTA, N_STORE, N_FLIP, N_PARSE, N_PA
 
 class Restricted:
     """A toy whose ids in ``banned`` are outside the support: logits ``-inf``, and ``unsupported``
-    says so (as :class:`~tokendyn.conditional.MLMConditional` does for special tokens)."""
+    says so (as :class:`~tokendyn.mcmc.conditional.MLMConditional` does for special tokens)."""
 
     def __init__(self, base, banned):
         self.base, self.vocab_size, self.n = base, base.vocab_size, base.n

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from tokendyn import rectangle as R
-from tokendyn import toy
-from tokendyn.conditional import MLMConditional, content_ids
+from tokendyn.analysis import rectangle as R
+from tokendyn.mcmc import toy
+from tokendyn.mcmc.conditional import MLMConditional, content_ids
 from tokendyn.models import LoadedAR
 from tokendyn.models.tiny import build_tiny
 

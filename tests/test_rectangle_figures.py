@@ -4,7 +4,7 @@ an interval per point, the family joined and other recipes marked."""
 import pandas as pd
 import pytest
 
-from tokendyn import figures
+from tokendyn.publish import figures
 
 
 def _rows(spec) -> list[dict]:

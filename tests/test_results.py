@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import tokendyn
-from tokendyn import checks, results
+from tokendyn.core import checks
+from tokendyn.publish import results
 
 
 def test_save_records_numbers_and_provenance(tmp_path, monkeypatch):
@@ -21,7 +22,7 @@ def test_save_records_numbers_and_provenance(tmp_path, monkeypatch):
     prov = rec["provenance"]
     assert prov["params"] == {"tau": 1.5} and prov["seed"] == 7 and prov["models"] == ["toy"]
     assert prov["tokendyn_version"] == tokendyn.__version__
-    from tokendyn import data
+    from tokendyn.core import data
     assert prov["passage_pool_hash"] == data.pool_hash() and len(prov["passage_pool_hash"]) == 16
     assert prov["dtype"] == "float32" and prov["threads"] >= 1
     assert results.load("99_demo") == rec
@@ -49,7 +50,7 @@ def test_check_range_types_and_ok_values():
 
 
 def test_rows_round_trip_with_their_command(tmp_path):
-    from tokendyn import results
+    from tokendyn.publish import results
 
     p = results.save_rows(tmp_path / "runs" / "t.json", [{"K": 4, "rate": 0.1, "bound": False}], kind="terminal flips",
                           command="papermill x.ipynb y.ipynb -p n 1", params={"n": 1}, seed=3, models=["m"])
@@ -103,7 +104,7 @@ def test_a_dirty_checkout_records_nothing_under_data(tmp_path, monkeypatch):
 def test_a_record_names_the_checkout_whose_code_ran(tmp_path, monkeypatch):
     """A worktree whose tokendyn comes from another checkout's editable install would stamp its own
     commit on code it did not run: refused before any compute, and git_state reads the library's."""
-    from tokendyn import paths
+    from tokendyn.core import paths
     data = tmp_path / "data"
     monkeypatch.setenv("TOKENDYN_DATA", str(data))
     monkeypatch.setattr(paths, "repo_root", lambda: tmp_path / "other-worktree")
@@ -112,7 +113,7 @@ def test_a_record_names_the_checkout_whose_code_ran(tmp_path, monkeypatch):
     results.check_recordable(tmp_path / "elsewhere.json", dirty=False)   # not a record: allowed
     monkeypatch.setattr(paths, "repo_root", paths.library_root)
     results.check_recordable(data / "runs" / "r.json", dirty=False)
-    assert paths.library_root() == Path(results.__file__).resolve().parents[2]
+    assert paths.library_root() == Path(results.__file__).resolve().parents[3]  # lib/tokendyn/publish/results.py
 
 
 # Recorded before their commit was kept in the record; the list only shrinks.
@@ -120,7 +121,7 @@ NO_COMMIT = ("runs/05_tube_law-terminal-all.json",)
 
 
 def test_every_committed_record_names_a_clean_commit():
-    from tokendyn import paths
+    from tokendyn.core import paths
 
     root = paths.data_dir()
     seen = []

@@ -1,4 +1,4 @@
-"""tokendyn.site_encoder: the last encoder layer at the query sites equals the full pass there.
+"""tokendyn.mcmc.site_encoder: the last encoder layer at the query sites equals the full pass there.
 
 Tiny random models of every supported family, with weights drawn larger than the transformers
 initialisation (std 1.5/sqrt(fan_in) for every linear, N(0, 1) embeddings) so attention is sharp:
@@ -31,7 +31,7 @@ from transformers import (
     XLMRobertaForMaskedLM,
 )
 
-from tokendyn.site_encoder import SiteEncoder, site_encoder
+from tokendyn.mcmc.site_encoder import SiteEncoder, site_encoder
 
 SIZE = dict(vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=37)
 PAD = {"bert": 0, "roberta": 1, "xlmr": 1, "mpnet": 1, "distilbert": 0, "modernbert_local": 0,

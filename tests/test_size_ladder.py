@@ -1,4 +1,4 @@
-"""The size ladder's statistics (tokendyn.size) on rows with known answers."""
+"""The size ladder's statistics (tokendyn.analysis.size) on rows with known answers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from tokendyn import results, size
+from tokendyn.publish import results
+from tokendyn.analysis import size
 
 
 def _row(model, params, delta, **kw):
@@ -62,8 +63,8 @@ def test_probe_top5_is_the_share_of_hits():
 def test_ladder_figure_keeps_the_end_rungs_inside_the_axis_and_the_legend_in_table_order():
     import pandas as pd
 
-    from tokendyn import figures
-    from tokendyn.figures import basins
+    from tokendyn.publish import figures
+    from tokendyn.publish.figures import basins
 
     df = pd.DataFrame([{"model": m, "encoder": e, "parameters (M)": p, "statistic": "raw delta",
                         "value": v, "lo": v - 0.1, "hi": v + 0.1}
@@ -86,7 +87,7 @@ def test_the_within_backbone_lines_share_one_slope_and_span_each_encoders_sizes(
 
     import pandas as pd
 
-    from tokendyn import figures
+    from tokendyn.publish import figures
 
     rows = [("a1", "small", 10.0, 0.0), ("a2", "small", 10.0 * math.e, 0.0),
             ("b1", "large", 40.0, 3.0), ("b2", "large", 40.0 * math.e, 3.0), ("b3", "large", 40.0 * math.e ** 2, 3.0)]

@@ -1,4 +1,4 @@
-"""tokendyn.step_settings: the step's attention implementation, chunk and compilation chosen by
+"""tokendyn.mcmc.step_settings: the step's attention implementation, chunk and compilation chosen by
 measurement, cached per machine and model, overridable by TOKENDYN_STEP."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import json
 import pytest
 import torch
 
-from tokendyn import glauber, results, step_settings as SS
-from tokendyn.conditional import settings_chosen
+from tokendyn.mcmc import glauber, step_settings as SS
+from tokendyn.publish import results
+from tokendyn.mcmc.conditional import settings_chosen
 from tokendyn.models.tiny import build_tiny
 
 

@@ -7,14 +7,14 @@ import nbformat
 import pandas as pd
 import pytest
 
-from tokendyn import cli, sweep
+from tokendyn.publish import cli, sweep
 
 
 def _chapter(path):
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell("x = 1\nseed = 0", metadata={"tags": ["parameters"]})
     body = nbformat.v4.new_code_cell(
-        "from tokendyn import results\n"
+        "from tokendyn.publish import results\n"
         "results.save('99_toy', {'y': x * x + seed}, params={'x': x}, seed=seed, models=[])")
     nb.cells = [params, body]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

@@ -31,7 +31,7 @@ TINY = ("import os, time\n"
         "        f.write(f'{x}\\n')\n"
         "while hold and x > 1 and os.path.exists(hold):\n"
         "    time.sleep(0.05)\n"
-        "from tokendyn import results\n"
+        "from tokendyn.publish import results\n"
         "results.save('99_tiny', {'y': x * x, 'half': x / 2, 'never': float('inf')},\n"
         "             params={'x': x}, seed=0, models=['none'])\n")
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from tokendyn import topics
+from tokendyn.analysis import topics
 
 
 def clusters(k=3, per=20, d=8, noise=0.05, seed=0):
@@ -132,7 +132,7 @@ def test_ar_nll_is_exact_and_padding_free():
 def test_topic_split_is_disjoint_and_seeded():
     from transformers import AutoTokenizer
 
-    from tokendyn.paths import data_dir
+    from tokendyn.core.paths import data_dir
 
     tok = AutoTokenizer.from_pretrained(str(data_dir() / "models" / "minilm-mlm"))
     loaded = SimpleNamespace(tokenizer=tok)
@@ -142,7 +142,7 @@ def test_topic_split_is_disjoint_and_seeded():
     assert all(topics.content_length(loaded, t) >= 12 for v in sp.starts.values() for t in v)
     snippets = sp.train_texts + sp.val_texts
     assert len(set(snippets)) == len(snippets)
-    from tokendyn.conditional import content_ids, decode
+    from tokendyn.mcmc.conditional import content_ids, decode
 
     start_snippets = decode(loaded, content_ids(loaded, [s for v in sp.starts.values() for s in v], 12))
     assert not set(start_snippets) & set(snippets)
@@ -153,7 +153,7 @@ def test_topic_split_is_disjoint_and_seeded():
 
 
 def test_visit_summary_means_use_the_same_resamples_as_the_stats_bootstrap():
-    from tokendyn import stats
+    from tokendyn.core import stats
 
     g = torch.Generator().manual_seed(0)
     inside = torch.rand(30, 12, generator=g) < 0.3
@@ -167,7 +167,7 @@ def test_visit_summary_means_use_the_same_resamples_as_the_stats_bootstrap():
 def test_region_figures_build_valid_specs():
     import pandas as pd
 
-    from tokendyn.figures import basins
+    from tokendyn.publish.figures import basins
 
     visits = pd.DataFrame([{"region": r, "labels": d, "start": s, "tau": t, "time_fraction value": 0.2,
                             "time_fraction lo": 0.1, "time_fraction hi": 0.3}
@@ -192,7 +192,7 @@ def test_region_figures_build_valid_specs():
 
 
 def test_repeated_words_scores_tautologies_not_plain_text():
-    from tokendyn import topics
+    from tokendyn.analysis import topics
 
     r = topics.repeated_words(["a mental hospital, also known as a mental hospital, is a mental hospital.",
                                "the population density was 120 per square mile.",
@@ -271,7 +271,7 @@ def test_fluent_gate_by_hand():
 def test_attractor_vs_null_figure_greys_the_null_and_needs_its_columns():
     import pandas as pd
 
-    from tokendyn.figures import basins
+    from tokendyn.publish.figures import basins
 
     df = pd.DataFrame([{"model": "m", "tau": 1.0, "statistic": s, "value": v, "lo": v - 0.1, "hi": v + 0.1}
                        for s, v in (("politics", 0.2), ("null: science", 0.01))])

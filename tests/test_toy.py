@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tokendyn import toy
+from tokendyn.mcmc import toy
 
 
 def test_potts_conditionals_are_energy_differences():

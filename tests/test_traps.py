@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from tokendyn import glauber, influence, toy, traps
+from tokendyn.mcmc import glauber, toy
+from tokendyn.analysis import influence, traps
 
 
 def field_model(h):
@@ -293,8 +294,8 @@ def test_kinetic_sample_stops_at_the_budget_and_state_at_reads_the_path():
 
 def test_a_loop_over_the_kinetic_init_and_step_draws_exactly_kinetic_sample():
     """The kinetic sampler is an init/step pair over an explicit state, like the Glauber kernel."""
-    from tokendyn.glauber import make_generator
-    from tokendyn.traps import kinetic
+    from tokendyn.mcmc.glauber import make_generator
+    from tokendyn.analysis.traps import kinetic
     potts = toy.potts_chain(4, 3, coupling=2.0, field=0.5, seed=1)
     x0 = torch.randint(0, 3, (6, 4), generator=torch.Generator().manual_seed(0))
     run = traps.kinetic_sample(potts, x0, tau=0.5, moves=7, seed=3, max_steps=40)
@@ -341,7 +342,7 @@ def test_repetition_statistics_by_hand():
 
 
 def test_long_chains_are_segments_that_resume_from_a_checkpoint(tmp_path):
-    from tokendyn.checkpoint import Store
+    from tokendyn.core.checkpoint import Store
 
     potts = toy.potts_chain(5, 3, coupling=1.0, field=0.5, seed=0)
     x0 = torch.randint(3, (6, 5), generator=torch.Generator().manual_seed(0))
@@ -368,7 +369,7 @@ def test_long_chains_are_segments_that_resume_from_a_checkpoint(tmp_path):
 def test_trap_figures_build_valid_specs_with_the_right_rows():
     import pandas as pd
 
-    from tokendyn.figures import basins
+    from tokendyn.publish.figures import basins
 
     arr = pd.DataFrame([{"model": m, "trap": k, "tau": t, "1/tau": 1 / t, "min margin": 0.3 * (k + 1),
                          "m/tau": 0.3 * (k + 1) / t, "log10 q": -0.3 * (k + 1) / t / math.log(10)}
@@ -441,7 +442,7 @@ def test_first_exit_times_on_a_handmade_trajectory():
 
 def test_basin_vs_exact_draws_one_panel_per_temperature_with_lower_bounds_hollow():
     import pandas as pd
-    from tokendyn.figures import basins
+    from tokendyn.publish.figures import basins
     df = pd.DataFrame([{"model": "m", "tau": t, "trap": i, "exact dwell 1/q": 5.0 + i, "basin dwell": 20.0 * (i + 1),
                         "censored": i == 1} for t in (0.5, 1.0) for i in range(2)])
     spec = basins.basin_vs_exact(df).to_dict()

@@ -7,8 +7,8 @@ import numpy as np
 
 import pytest
 
-from tokendyn import verdicts as V
-from tokendyn.stats import Estimate
+from tokendyn.publish import verdicts as V
+from tokendyn.core.stats import Estimate
 
 R, P, N, C, M = V.REPRODUCED, V.PARTLY, V.NOT, V.BY_CONSTRUCTION, V.NOT_MEASURED
 
@@ -75,7 +75,7 @@ def test_size_effect_words_follow_the_interval():
 
 
 def test_size_slope_recovers_a_known_slope_and_resamples_within_models():
-    from tokendyn.stats import size_slope
+    from tokendyn.core.stats import size_slope
     rng = np.random.default_rng(0)
     n = [1e6, np.e * 1e6, np.e ** 2 * 1e6]
     samples = [2.0 + 0.5 * k + rng.normal(0, 0.1, 400) for k in range(3)]  # +0.5 per e-fold
@@ -93,7 +93,7 @@ def test_size_slope_recovers_a_known_slope_and_resamples_within_models():
 def test_the_within_group_slope_is_not_moved_by_a_gap_between_groups():
     """Two backbones, each +0.5 per e-fold, the larger one offset by +3: the pooled slope takes the
     offset for size, the within-backbone slope does not."""
-    from tokendyn.stats import size_slope
+    from tokendyn.core.stats import size_slope
     rng = np.random.default_rng(0)
     k = [0.0, 1.0, 2.0, 2.5, 3.0]
     n = [np.e ** x * 1e7 for x in k]
@@ -126,14 +126,14 @@ NLOGN, POW15 = (lambda n: n * math.log(n)), (lambda n: n ** 1.5)
 
 
 def test_compare_shapes_tells_n_log_n_from_n_to_the_1_5():
-    from tokendyn.diagnostics import compare_shapes
+    from tokendyn.mcmc.diagnostics import compare_shapes
     a, b = compare_shapes(_times(NLOGN)), compare_shapes(_times(POW15))
     assert a.log_lr > math.log(20) and b.log_lr < -math.log(20)
     assert a.medians_finite and b.medians_finite and a.n_censored == 0
     assert 1.0 < a.p_lo < a.p < a.p_hi < 1.5 < b.p_hi       # n ln n looks like n^1.27 over 8-128
     assert abs(a.C - 1.5) < 0.15 and abs(a.sigma - 0.35) < 0.07
     # a slope of log T on log(n ln n) cannot: n^1.5 is (n ln n)^1.15 here, inside [0.75, 1.25]
-    from tokendyn.diagnostics import shape_slope
+    from tokendyn.mcmc.diagnostics import shape_slope
     med = [float(np.median(b_[0].numpy())) for b_ in _times(POW15).values()]
     assert 0.75 < shape_slope([8, 16, 32, 64, 128], med) < 1.25
     # censoring: a slow temperature (C = 40 > the cap of 30) does not couple
@@ -147,7 +147,7 @@ def test_a_temperature_that_never_couples_reads_did_not_couple():
     """A recorded grid with a cold tau (nothing couples at any length) still gets its comparisons:
     the cold one says 'did not couple' instead of failing the run, and the hot ones are fitted."""
     import torch
-    from tokendyn.diagnostics import compare_shapes, shapes_by_model
+    from tokendyn.mcmc.diagnostics import compare_shapes, shapes_by_model
     hot = _times(NLOGN)
     cold = {n: (torch.full((32,), float(round(30 * n * math.log(n)))), torch.ones(32, dtype=torch.bool)) for n in hot}
     cells = {("m", n, 5.0): tc for n, tc in hot.items()} | {("m", n, 1.0): tc for n, tc in cold.items()}
@@ -160,7 +160,7 @@ def test_a_temperature_that_never_couples_reads_did_not_couple():
 
 
 def test_claim_4():
-    from tokendyn.diagnostics import compare_shapes
+    from tokendyn.mcmc.diagnostics import compare_shapes
     law = compare_shapes(_times(NLOGN))
     fast = compare_shapes(_times(POW15))
     slow = compare_shapes(_times(NLOGN, C=40.0, sigma=0.2))

@@ -7,14 +7,14 @@
 - nbval's ``# NBVAL_CHECK_OUTPUT`` markers are for CI, not readers: they are stripped from the
   rendered cell sources.
 - The ``tokendyn-rules`` directive becomes the book's page of verdict rules: every rule of
-  ``tokendyn.verdicts`` with its docstring, each under the anchor ``rule-<name>`` that the claims
+  ``tokendyn.publish.verdicts`` with its docstring, each under the anchor ``rule-<name>`` that the claims
   tables and the scoreboard link to.
 - The ``tokendyn-scoreboard`` directive becomes the table of all sixteen claims, filled from the
-  results records stored in the executed chapter notebooks (``tokendyn.results.notebook_records``,
-  ``tokendyn.claims.scoreboard_from``), so it shows the very run the chapter pages show, *after*
+  results records stored in the executed chapter notebooks (``tokendyn.publish.results.notebook_records``,
+  ``tokendyn.publish.claims.scoreboard_from``), so it shows the very run the chapter pages show, *after*
   every chapter has been read (and so executed), at ``doctree-resolved``. The page holding it is re-read on every build, so
   it can never show older results than the files on disk. Each row links to the section of its chapter page that holds
-  the claim's evidence (``tokendyn.claims.evidence_link``), named by that section's heading; a link to a section the
+  the claim's evidence (``tokendyn.publish.claims.evidence_link``), named by that section's heading; a link to a section the
   book lacks is a build warning.
 """
 
@@ -32,7 +32,7 @@ from docutils.parsers.rst import Directive
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
-    from tokendyn.claims import Table
+    from tokendyn.publish.claims import Table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,9 +62,9 @@ def _shown(app, nb: Path) -> Path:
 
 def _records(app) -> tuple[list[dict], str]:
     """The results records the pages show: those stored in each chapter notebook as rendered
-    (``tokendyn.results.notebook_records``), so the scoreboard and the chapters come from one run.
+    (``tokendyn.publish.results.notebook_records``), so the scoreboard and the chapters come from one run.
     Without any, the JSON files of ``_build/results``."""
-    from tokendyn import claims, results
+    from tokendyn.publish import claims, results
 
     records = [r for nb in sorted((ROOT / "book").glob("*.ipynb")) for r in results.notebook_records(_shown(app, nb))]
     if records:
@@ -79,7 +79,8 @@ def _fill(app, doctree, docname) -> None:
     import sys
 
     sys.path.insert(0, str(ROOT / "lib"))
-    from tokendyn import atomic, claims
+    from tokendyn.core import atomic
+    from tokendyn.publish import claims
 
     records, where = _records(app)
     board = claims.scoreboard_from(records)
@@ -99,8 +100,8 @@ def _fill(app, doctree, docname) -> None:
                f"<ul class=\"tokendyn-sources\">{''.join(made)}</ul>") if records else (
         "<p><strong>No results were found</strong>: build the book with <code>make book</code>, "
         "which executes every chapter.</p>")
-    import tokendyn.plotting as tp
-    from tokendyn import figures
+    import tokendyn.publish.plotting as tp
+    from tokendyn.publish import figures
 
     tp.setup()
     tp.number_figures("S")
@@ -121,10 +122,10 @@ def _evidence_labels(app: Sphinx, docname: str, board: Table) -> dict[str, str]:
     chapter's title (up to its colon) and the section's heading, as the built chapter page shows
     them. A link whose chapter or section the book lacks is a build warning, so that a renamed
     heading cannot leave the scoreboard pointing nowhere: update ``Claim.evidence`` in
-    ``tokendyn/claims.py``."""
+    ``tokendyn/publish/claims.py``."""
     from sphinx.util import logging
 
-    from tokendyn.plotting import pretty
+    from tokendyn.publish.plotting import pretty
 
     log = logging.getLogger(__name__)
     here = Path(docname).parent
@@ -142,7 +143,7 @@ def _evidence_labels(app: Sphinx, docname: str, board: Table) -> dict[str, str]:
         found = [s for s in app.env.get_doctree(target).findall(nodes.section) if section_id in s["ids"]]
         if not found:
             log.warning(f"scoreboard: claim {row['id']} links to {link}, but {target} has no section with that "
-                        "id: set Claim.evidence in tokendyn/claims.py to one of its section ids", location=docname)
+                        "id: set Claim.evidence in tokendyn/publish/claims.py to one of its section ids", location=docname)
             continue
         chapter = app.env.titles[target].astext().split(":")[0]
         # a heading's maths reads as text here: $\tau^*$ -> τ*
@@ -163,13 +164,13 @@ class RulesDirective(Directive):
     def _parse(self, text: str, into) -> None:
         from docutils.statemachine import StringList
 
-        self.state.nested_parse(StringList(text.splitlines(), source="tokendyn.verdicts"), 0, into)
+        self.state.nested_parse(StringList(text.splitlines(), source="tokendyn.publish.verdicts"), 0, into)
 
     def run(self):
         import sys
 
         sys.path.insert(0, str(ROOT / "lib"))
-        from tokendyn import verdicts
+        from tokendyn.publish import verdicts
 
         out = nodes.container()
         intro = _markdown(inspect.getdoc(verdicts) or "").split("\n\n", 1)[-1]
@@ -202,12 +203,12 @@ def _minutes(seconds: float | None) -> str:
 
 class RerunDirective(RulesDirective):
     """The "Rerun at scale" box that ends a chapter: the papermill command with the chapter's
-    GPU-scale values (``tokendyn.sweep.rerun_command``, read from its parameters cell), how long
+    GPU-scale values (``tokendyn.publish.sweep.rerun_command``, read from its parameters cell), how long
     the committed run of the CPU defaults took, and a link to its results record."""
 
     def run(self):
         _lib()
-        from tokendyn import sweep
+        from tokendyn.publish import sweep
 
         env = self.state.document.settings.env
         nb = ROOT / f"{env.docname}.ipynb"
@@ -236,20 +237,20 @@ class RerunDirective(RulesDirective):
 
 def runtime_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     """``{tokendyn-runtime}`page``` -> how long this page's committed run of the CPU defaults took
-    (``tokendyn.sweep.recorded_run_time``), so a header's run time is the measured one."""
+    (``tokendyn.publish.sweep.recorded_run_time``), so a header's run time is the measured one."""
     _lib()
-    from tokendyn import sweep
+    from tokendyn.publish import sweep
 
     env = inliner.document.settings.env
     return [nodes.Text(_minutes(sweep.recorded_run_time(ROOT / f"{env.docname}.ipynb")))], []
 
 
 class RuntimesDirective(RulesDirective):
-    """A table of every chapter's recorded CPU run time (``tokendyn.sweep.recorded_run_time``)."""
+    """A table of every chapter's recorded CPU run time (``tokendyn.publish.sweep.recorded_run_time``)."""
 
     def run(self):
         _lib()
-        from tokendyn import sweep
+        from tokendyn.publish import sweep
 
         book = ROOT / "book"
         files = sorted(book.glob("[0-9][0-9]_*.ipynb")) + sorted(book.glob("appendix_*.ipynb"))
@@ -268,12 +269,12 @@ class RuntimesDirective(RulesDirective):
 
 class PreregistrationDirective(RulesDirective):
     """Which recorded run each claim's rule judges, and whether the rule was committed before it
-    (``tokendyn.preregistration``: checked by ``tests/test_preregistration.py``) or after."""
+    (``tokendyn.publish.preregistration``: checked by ``tests/test_preregistration.py``) or after."""
 
     def run(self):
         _lib()
-        from tokendyn import preregistration as pre
-        from tokendyn.atomic import read_record
+        from tokendyn.publish import preregistration as pre
+        from tokendyn.core.atomic import read_record
 
         rows = ["| recorded run | judged by | its commit | rule committed before the run |", "|---|---|---|---|"]
         for rel, rules in pre.JUDGED.items():

@@ -1,4 +1,4 @@
-// Draws every chart that tokendyn.plotting left in the page (a .tokendyn-vega element holding
+// Draws every chart that tokendyn.publish.plotting left in the page (a .tokendyn-vega element holding
 // its Vega-Lite spec as JSON). A classic script, not a module: Chromium refuses module scripts
 // on pages opened from disk (file://). vega.min.js, vega-lite.min.js and vega-embed.min.js
 // (UMD builds served by the book itself) load before this file and before require.js, so they

@@ -12,15 +12,14 @@
   at a mask.
 - :func:`evaluate`: the summary written to each shipped model's ``eval.json``.
 
-Masked-LM functions take ``mlm``: an :class:`~tokendyn.conditional.MLMConditional` (the adapter
+Masked-LM functions take ``mlm``: an :class:`~tokendyn.mcmc.conditional.MLMConditional` (the adapter
 the chains use), a loaded MLM, or a ``(model, tokenizer)`` pair; :func:`cloze_probe` and
 :func:`evaluate` also take ``(model, tokenizer)`` as two arguments.
 """
 
-from .causal import (causal_cloze_probe, causal_log_likelihoods, is_word_token, right_pad,
-                     sequence_log_likelihoods, start_id)
-from .cloze import (PROBE_FILE, ClozeItem, cloze_probe, context_words, load_probe, probe_row,
-                    probe_scores, token_word)
+from .causal import (causal_cloze_probe, causal_log_likelihoods, is_word_token, right_pad, sequence_log_likelihoods,
+                     start_id)
+from .cloze import PROBE_FILE, ClozeItem, cloze_probe, context_words, load_probe, probe_row, probe_scores, token_word
 from .heldout import HELDOUT_MOD, heldout_passages, is_heldout
 from .masked import as_mlm, head_logits, masked_logits
 from .pseudo_ppl import heldout_scores, pseudo_log_likelihoods, pseudo_perplexity, text_site_logits

@@ -1,7 +1,7 @@
 """What removing categorical commitment does to long generated texts: claim 13's statistics.
 
 Each generator (an autoregressive LM, a masked-diffusion MLM) is decoded twice from the same
-uniforms (:mod:`tokendyn.decoding`): *committed* (the drawn token fed back) and *ablated* (the
+uniforms (:mod:`tokendyn.latent.discrete`): *committed* (the drawn token fed back) and *ablated* (the
 expected embedding fed back). :func:`commitment_effect` compares the two variants' texts on three
 per-text statistics, each with a percentile bootstrap over texts:
 
@@ -12,7 +12,7 @@ per-text statistics, each with a percentile bootstrap over texts:
 - the unigram entropy of a text's own tokens (:func:`.generation.text_entropies`).
 
 :func:`commitment_effects` reads the same from a recorded run's rows
-(``scripts/record_commitment.py``), and :func:`tokendyn.verdicts.claim_13` judges them.
+(``scripts/record_commitment.py``), and :func:`tokendyn.publish.verdicts.claim_13` judges them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import Estimate, bootstrap
+from ..core.stats import Estimate, bootstrap
 from .generation import pooled_perplexity, seq_rep, text_entropies
 
 VARIANTS = ("committed", "ablated")
@@ -50,7 +50,7 @@ class CommitmentEffect:
 
     def rows(self) -> list[dict[str, Any]]:
         """Long format, one row per (statistic, variant): ``generator``, ``judge``, ``score``,
-        ``variant``, ``value``, ``lo``, ``hi`` (what :func:`tokendyn.figures.escapes.ablation_panels` draws)."""
+        ``variant``, ``value``, ``lo``, ``hi`` (what :func:`tokendyn.publish.figures.escapes.ablation_panels` draws)."""
         return [{"generator": self.generator, "judge": self.judge, "score": name, "variant": variant,
                  "value": e.value, "lo": e.lo, "hi": e.hi}
                 for name, pair in (("judge perplexity", self.ppl), ("seq-rep-4", self.rep),

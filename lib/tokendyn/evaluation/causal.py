@@ -12,8 +12,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..checks import check_range
-from ..positions import check_context
+from ..core.checks import check_range
+from ..core.positions import check_context
 from .cloze import ClozeItem, load_probe, probe_row, probe_scores
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from ..checks import check_range
-from ..paths import data_dir
+from ..core.checks import check_range
+from ..core.paths import data_dir
 from .masked import as_mlm, masked_logits
 
 PROBE_FILE = "probe/cloze.tsv"
@@ -91,7 +91,7 @@ def cloze_probe(mlm: Any, tokenizer: Any = None, items: list[ClozeItem] | None =
                 batch: int = 64) -> dict[str, Any]:
     """Top-1 / top-``k`` accuracy and copy rate of a masked LM on the cloze probe.
 
-    ``mlm`` is an :class:`~tokendyn.conditional.MLMConditional`, a loaded MLM, or a transformers
+    ``mlm`` is an :class:`~tokendyn.mcmc.conditional.MLMConditional`, a loaded MLM, or a transformers
     ``*ForMaskedLM`` with its ``tokenizer``. ``items`` default to :func:`load_probe`; ``batch``
     sentences share one padded forward pass (:func:`~tokendyn.evaluation.masked.masked_logits`).
     Tokens outside the model's support (special tokens, as in the Glauber chains) are never

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ..checks import check_range
-from ..positions import max_positions
-from ..stats import Estimate, seed_interval
+from ..core.checks import check_range
+from ..core.positions import max_positions
+from ..core.stats import Estimate, seed_interval
 from .causal import right_pad, sequence_log_likelihoods, start_id
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..checks import check_range
+from ..core.checks import check_range
 
 HELDOUT_MOD = 20
 
@@ -29,7 +29,7 @@ def is_heldout(text: str, every: int = HELDOUT_MOD, seed: int | None = None) -> 
 def heldout_passages(n: int = 50) -> list[str]:
     """The first ``n`` held-out Wikipedia lead paragraphs (ordered by title), 20-90 words each:
     ``n`` strings that no shipped MLM was trained on."""
-    from ..data import wiki_records
+    from ..core.data import wiki_records
 
     check_range("n", n, 1, None, integer=True)
     pool = [r["extract"] for r in wiki_records()

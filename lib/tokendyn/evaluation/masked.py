@@ -1,6 +1,6 @@
 """Masked-LM plumbing the probes share: the adapter, the vocabulary head and logits at a mask.
 
-Every masked-LM evaluation takes ``mlm``: an :class:`~tokendyn.conditional.MLMConditional`, or
+Every masked-LM evaluation takes ``mlm``: an :class:`~tokendyn.mcmc.conditional.MLMConditional`, or
 anything it is built from (a :class:`tokendyn.models.LoadedMLM`, a ``(model, tokenizer)`` pair).
 :func:`as_mlm` turns it into the adapter once, at the entry point.
 """
@@ -12,8 +12,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..conditional import MLMConditional, mlm_head, wrapping_words
-from ..positions import check_content_fits
+from ..core.positions import check_content_fits
+from ..mcmc.conditional import MLMConditional, mlm_head, wrapping_words
 
 
 def as_mlm(mlm: Any, tokenizer: Any = None) -> MLMConditional:
@@ -27,7 +27,7 @@ def as_mlm(mlm: Any, tokenizer: Any = None) -> MLMConditional:
 
 def head_logits(model: Any, hidden: Tensor) -> Tensor:
     """Vocabulary logits ``(M, V)`` from final hidden states ``(M, H)`` of a ``*ForMaskedLM``
-    (:func:`tokendyn.conditional.mlm_head`). Raises ``TypeError`` for an architecture whose head
+    (:func:`tokendyn.mcmc.conditional.mlm_head`). Raises ``TypeError`` for an architecture whose head
     is not known: use the full forward pass for those."""
     head = mlm_head(model)
     if head is None:
@@ -42,7 +42,7 @@ def masked_logits(mlm: Any, texts: list[str]) -> Tensor:
 
     The texts are encoded by the tokenizer, with its own wrapping ([CLS] ... [SEP] or <s> ... </s>),
     and run as one right-padded batch with an attention mask: unlike
-    :meth:`~tokendyn.conditional.MLMConditional.site_logits`, which takes equal-length content
+    :meth:`~tokendyn.mcmc.conditional.MLMConditional.site_logits`, which takes equal-length content
     rows, sentences of any length share a batch here. No support mask is applied.
     """
     mlm = as_mlm(mlm)

@@ -1,7 +1,7 @@
 """Pseudo-log-likelihoods and pseudo-perplexity of a masked LM on real text (Salazar et al. 2020).
 
 Each content token of a passage is masked in turn and scored by the model's conditional at that
-site, :meth:`~tokendyn.conditional.MLMConditional.site_logits`: the same conditional the book's
+site, :meth:`~tokendyn.mcmc.conditional.MLMConditional.site_logits`: the same conditional the book's
 chains sample from. :func:`heldout_scores` runs it on held-out passages
 (:func:`tokendyn.evaluation.heldout.heldout_passages`) and also compares how often the text and the
 model's guesses repeat a token of the window.
@@ -14,8 +14,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..checks import check_range
-from ..positions import max_positions
+from ..core.checks import check_range
+from ..core.positions import max_positions
 from .masked import as_mlm
 
 
@@ -29,7 +29,7 @@ def text_site_logits(mlm: Any, text: str, max_len: int = 64,
     holds the float32 logits at the ``i``-th token whose id is in the support, with that token
     masked and ``-inf`` outside the support; tokens outside it (``[UNK]``) stay as context but are
     not scored. ``batch`` sites share one forward pass. This differs from
-    :func:`tokendyn.fill.all_site_logits` (every site of a content state, the chains' view) only in
+    :func:`tokendyn.mcmc.fill.all_site_logits` (every site of a content state, the chains' view) only in
     reading real text: the tokenizer, the truncation and the unscored ``[UNK]``.
     """
     mlm = as_mlm(mlm)

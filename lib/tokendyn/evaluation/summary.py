@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..checks import check_range
+from ..core.checks import check_range
 from .cloze import cloze_probe
 from .heldout import heldout_passages
 from .masked import as_mlm

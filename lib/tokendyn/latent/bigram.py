@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ..checks import check_range
+from ..core.checks import check_range
 
 
 class BigramLM:

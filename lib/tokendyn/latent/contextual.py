@@ -28,9 +28,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..checks import check_range
+from ..core.checks import check_range
+from ..core.paths import data_dir
 from ..evaluation.heldout import choose
-from ..paths import data_dir
 from .decoders import argmax_decoder
 from .flow import FlowConfig, VelocityNet
 
@@ -63,7 +63,7 @@ def load_encoder() -> tuple[Any, Any]:
     """The frozen all-MiniLM-L6-v2 encoder (``BertModel``, eval mode, fp32, CPU) and its tokenizer."""
     from transformers import AutoTokenizer, BertModel
 
-    from ..integrity import verify_installed
+    from ..core.integrity import verify_installed
     from ..models.shipped import MINILM_DIST, minilm_package_dir
 
     pkg = minilm_package_dir()
@@ -195,7 +195,7 @@ def load_context_latent(path: str | Path | None = None) -> ContextLatent:
     checked against ``SHA256SUMS`` in the folder before anything is loaded."""
     from safetensors.torch import load_file
 
-    from ..integrity import verify
+    from ..core.integrity import verify
 
     d = Path(path) if path is not None else model_dir()
     if not (d / "config.json").is_file():

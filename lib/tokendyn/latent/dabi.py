@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..checks import check_range
-from ..stats import Estimate, bootstrap, wilson
+from ..core.checks import check_range
+from ..core.stats import Estimate, bootstrap, wilson
 
 LatentLoss = Callable[[torch.Tensor], torch.Tensor]
 """``z`` ``[N, d]`` -> per-latent loss ``[N]`` against the clean target."""

@@ -31,10 +31,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..checks import check_range
+from ..core.checks import check_range
 from .dabi import (Curves, DabiPoint, FlipRates, LineEval, cross_entropy, dabi, dabi_curves, flip_rates,
-                   gradient_direction, loss_line, margin_loss, nearest_boundary, squared_error,
-                   top_singular_directions)
+                   gradient_direction, loss_line, margin_loss, nearest_boundary, squared_error, top_singular_directions)
 
 KINDS = ("image", "text", "anchor")
 DIRECTION_KINDS = ("residual", "sharpest")

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from ..checks import check_choice, check_range
+from ..core.checks import check_choice, check_range
 from .contextual import LinearReadout
 
 ARRANGEMENTS = ("random", "simplex")

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..checks import check_range
+from ..core.checks import check_range
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def load_autoencoder_and_flow(d: Path, kind: str, autoencoder: type[nn.Module],
     a missing folder."""
     from safetensors.torch import load_file
 
-    from ..integrity import verify
+    from ..core.integrity import verify
 
     if not (d / "config.json").is_file():
         raise FileNotFoundError(f"{d} holds no {kind} latent model: run `python scripts/train_latents.py {kind}`")

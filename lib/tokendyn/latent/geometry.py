@@ -27,8 +27,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..checks import check_range
-from ..stats import Estimate, wilson
+from ..core.checks import check_range
+from ..core.stats import Estimate, wilson
 from .dabi import isotropic_directions, nearest_boundary
 
 Readout = tuple[torch.Tensor, torch.Tensor] | nn.Module

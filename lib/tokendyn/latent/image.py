@@ -23,9 +23,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..checks import check_choice, check_range
+from ..core.checks import check_choice, check_range
+from ..core.paths import data_dir
 from ..evaluation.heldout import choose
-from ..paths import data_dir
 from .flow import VelocityNet, load_autoencoder_and_flow
 
 SPLITS = ("train", "heldout")

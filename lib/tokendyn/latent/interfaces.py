@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..checks import check_range
-from ..stats import Estimate, wilson
+from ..core.checks import check_range
+from ..core.stats import Estimate, wilson
 from .tube import readout_margins, tube_mass
 
 

@@ -39,13 +39,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..checks import check_range
-from ..stats import Estimate, bootstrap
+from ..core.checks import check_range
+from ..core.stats import Estimate, bootstrap
+from .dabi import isotropic_like
 from .exact import TokenMixture, token_mixture
 from .flow import noise_scale, noise_to
 from .geometry import alignment
 from .samplers import terminal_start
-from .dabi import isotropic_like
 from .tube import sequence_bootstrap
 
 __all__ = ["BIMODAL_TOP2", "BIMODAL_EACH", "PAPER_RATIO", "PAPER_FLIPS", "MapCell", "map_cell", "mechanism_map",
@@ -60,7 +60,7 @@ PAPER_FLIPS = (0.12, 0.41)   # Paper 2: terminal flip rate at K = 4, 8, 16
 @dataclass(frozen=True)
 class MapCell:
     """One cell of the map (module docstring). Rates are fractions of tokens; every
-    :class:`~tokendyn.stats.Estimate` carries a 95% bootstrap interval over sequences. The
+    :class:`~tokendyn.core.stats.Estimate` carries a 95% bootstrap interval over sequences. The
     ``bimodal_*`` rates and ratio are on the bimodal tokens only, ``rest_*`` on the others (NaN
     where a group has fewer than two tokens); ``pair_aim`` is the mean ``|cos(r, mu_a - mu_b)|`` over bimodal tokens."""
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..checks import check_choice, check_range
+from ..core.checks import check_choice, check_range
 from .flow import FlowConfig, VelocityNet
 
 

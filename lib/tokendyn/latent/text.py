@@ -23,10 +23,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..atomic import write_json
-from ..checks import check_choice, check_range
+from ..core.atomic import write_json
+from ..core.checks import check_choice, check_range
+from ..core.paths import data_dir
 from ..evaluation.heldout import choose, is_heldout
-from ..paths import data_dir
 from .flow import VelocityNet, load_autoencoder_and_flow
 
 _WORD = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
@@ -77,7 +77,7 @@ def split_documents(source: str = "wiki", split: str = "train", *, seed: int = 0
                     heldout_every: int = 20) -> list[str]:
     """Documents of ``source`` in one split: about one in ``heldout_every`` is held out, by a hash
     salted with ``seed`` (:func:`tokendyn.evaluation.heldout.is_heldout`)."""
-    from ..data import corpus
+    from ..core.data import corpus
 
     check_choice("split", split, SPLITS)
     check_range("heldout_every", heldout_every, 2, None, integer=True)

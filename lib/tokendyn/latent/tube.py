@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..checks import check_range
-from ..stats import Estimate
+from ..core.checks import check_range
+from ..core.stats import Estimate
 from .dabi import isotropic_like
 from .flow import VelocityNet, noise_scale, noise_to
 from .samplers import ode_sample, posterior_mean, terminal_start

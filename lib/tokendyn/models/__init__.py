@@ -13,8 +13,8 @@ loading the MLMs this repository trains and ships), :mod:`.tiny` (tiny random ML
 """
 
 from .loaded import LoadedAR, LoadedMLM, OfflineModelError, n_nonembedding_params, n_params
-from .registry import (AR_NAME, DEFAULT_MLM, EMBEDDER_NAME, HUB_MLMS, EmbeddedSpec, available, load_ar,
-                       load_embedder, load_mlm, register_embedded, smollm2_gguf_path)
+from .registry import (AR_NAME, DEFAULT_MLM, EMBEDDER_NAME, HUB_MLMS, EmbeddedSpec, available, load_ar, load_embedder,
+                       load_mlm, register_embedded, smollm2_gguf_path)
 from .registry import _hub_reachable  # noqa: F401  (tests/test_network_guard.py checks it)
 
 __all__ = ["AR_NAME", "DEFAULT_MLM", "EMBEDDER_NAME", "HUB_MLMS", "EmbeddedSpec", "LoadedAR", "LoadedMLM",

@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from .. import integrity
-from ..paths import assets_dir
+from ..core import integrity
+from ..core.paths import assets_dir
 from .weights_init import init_weights
 
 ASSET = "all-mpnet-base-v2"
@@ -39,7 +39,7 @@ INIT_STD = 0.02  # the head's initial std, as for the BERT-style heads (shipped.
 def mpnet_dir() -> Path:
     """``assets_dir()/all-mpnet-base-v2``, every file of :data:`MANIFEST` checked against its
     digest. Raises ``FileNotFoundError`` naming the fetch script when it is missing, and
-    :class:`~tokendyn.integrity.IntegrityError` when a file is damaged."""
+    :class:`~tokendyn.core.integrity.IntegrityError` when a file is damaged."""
     d = assets_dir() / ASSET
     if not d.is_dir():
         raise FileNotFoundError(f"{d} is missing: run {FETCH} (it downloads all-mpnet-base-v2 from "

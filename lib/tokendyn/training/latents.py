@@ -14,11 +14,11 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
-from ..atomic import write_atomic
-from ..integrity import record
+from ..core.atomic import write_atomic
+from ..core.integrity import record
 from ..latent.flow import FlowConfig, VelocityNet, flow_loss
-from .loop import train
 from ..models.weights_init import init_weights
+from .loop import train
 
 
 def batch_of(data: torch.Tensor, size: int, g: torch.Generator,

@@ -19,8 +19,8 @@ from typing import IO, Any
 import torch
 from torch import nn
 
-from ..atomic import write_atomic
-from ..checks import check_range
+from ..core.atomic import write_atomic
+from ..core.checks import check_range
 from .schedule import warmup_cosine
 
 
@@ -35,7 +35,7 @@ class Progress:
 
 
 def save_atomic(obj: Any, path: Path) -> None:
-    """``torch.save`` through :func:`tokendyn.atomic.write_atomic`, so that a kill mid-write never
+    """``torch.save`` through :func:`tokendyn.core.atomic.write_atomic`, so that a kill mid-write never
     leaves a broken file."""
     write_atomic(path, lambda p: torch.save(obj, p))
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from ..models import shipped
-from ..paths import data_dir
+from ..core.paths import data_dir
 from ..evaluation import PROBE_FILE, cloze_probe
+from ..models import shipped
 from .corpus import length_batches, make_chunks, train_tokenizer, training_texts
 from .distill import distill_loss, load_targets
 from .loop import Progress, run_steps, save_atomic

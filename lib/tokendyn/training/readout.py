@@ -20,7 +20,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ..checks import check_choice, check_range
+from ..core.checks import check_choice, check_range
 from .loop import train
 
 OBJECTIVES = ("ce", "smooth", "hinge")

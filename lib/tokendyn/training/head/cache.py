@@ -16,8 +16,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from ... import integrity
-from ...atomic import write_atomic, write_json
+from ...core import integrity
+from ...core.atomic import write_atomic, write_json
 from ...evaluation import is_heldout
 from ...models import shipped
 from ..corpus import make_chunks, training_texts

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ...atomic import write_json, write_text
+from ...core.atomic import write_json, write_text
 from ...evaluation import evaluate
 from ...models import shipped
 from .mask_row import MASK_ROW_LR

@@ -11,9 +11,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ...core.paths import data_dir
 from ...evaluation import PROBE_FILE, cloze_probe, head_logits
 from ...models import shipped
-from ...paths import data_dir
 from ..loop import Progress, save_atomic
 from ..mlm import TrainedMLM, check_resumable, make_optimizer, run_schedule, set_trainable
 from .cache import CachedStates, build_cache, load_cache, n_layers, train_windows, upper_states, val_windows

@@ -1,0 +1,106 @@
+"""The size ladder's statistics: per-rung estimates, slopes on size, paired quality checks.
+
+A ladder record (``scripts/record_size_ladder.py``, ``scripts/record_traps.py``) holds one row per
+model with its ``params``, ``encoder`` and per-item samples (rectangles, traps, probe items,
+held-out passages). These functions turn them into the numbers chapters 2 and 4 print: each rung's
+statistic with a bootstrap interval, the slope of a statistic on ln(parameters) with its interval
+(:func:`tokendyn.core.stats.size_slope`), and paired comparisons of two models on the same probe items
+and passages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..core.stats import Estimate, bootstrap, size_slope, wilson
+from ..evaluation.cloze import context_words
+
+Row = Mapping[str, Any]
+
+
+def _params(row: Row) -> int:
+    return int(row["params"])
+
+
+def values(row: Row, key: str) -> np.ndarray:
+    """A row's per-item sample ``key`` as floats, undefined (None) items left out: ``(m,)``."""
+    return np.array([v for v in _items(row, key) if v is not None], dtype=np.float64)
+
+
+def _items(row: Row, key: str) -> list[Any]:
+    if "." in key:  # "traps.min_margin": one field of each trap
+        outer, inner = key.split(".", 1)
+        return [t[inner] for t in row[outer]]
+    return list(row[key])
+
+
+def rung_estimates(rows: Sequence[Row], key: str, stat: Callable[[np.ndarray], float] = np.mean, *,
+                   seed: int = 0) -> dict[str, Estimate]:
+    """Model -> ``stat`` of its sample ``key`` with a 95% bootstrap interval over its items."""
+    return {r["model"]: bootstrap(values(r, key), stat, seed=seed) for r in rows}
+
+
+def slope(rows: Sequence[Row], key: str, stat: Callable[[np.ndarray], float] = np.mean, *,
+          seed: int = 0, within: str | None = None) -> Estimate:
+    """The slope of ``stat(sample key)`` on ln(parameters) across ``rows`` (per e-fold), with a
+    bootstrap interval that resamples each model's items (:func:`~tokendyn.core.stats.size_slope`).
+    ``within="encoder"``: the slope within each backbone (one intercept per backbone), which a
+    difference between backbones cannot move."""
+    groups = [str(r[within]) for r in rows] if within is not None else None
+    return size_slope([_params(r) for r in rows], [values(r, key) for r in rows], stat, seed=seed, groups=groups)
+
+
+def span(rows: Sequence[Row]) -> float:
+    """Largest parameter count over smallest."""
+    p = [_params(r) for r in rows]
+    return max(p) / min(p)
+
+
+def probe_hits(items: Sequence[Mapping[str, Any]]) -> dict[str, tuple[bool, bool]]:
+    """Probe sentence -> (top-5 hit, copy) from an ``eval.json``'s ``items`` (the cloze probe's
+    own definitions: an accepted answer among the five best words; the best word already in the
+    sentence)."""
+    return {it["text"]: (any(w in it["answers"] for w in it["top"]), bool(it["top"]) and
+                         it["top"][0] in context_words(it["text"])) for it in items}
+
+
+def probe_top5(items: Sequence[Mapping[str, Any]]) -> Estimate:
+    """Cloze-probe top-5 accuracy of one model's ``eval.json`` items with its Wilson interval."""
+    hits = [h for h, _ in probe_hits(items).values()]
+    return wilson(sum(hits), len(hits))
+
+
+def paired_probe(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], *,
+                 seed: int = 0) -> tuple[Estimate, Estimate, int]:
+    """Top-5 and copy-rate differences ``a - b`` over the probe sentences both models cover, with
+    bootstrap intervals over sentences (paired): ``(top5_diff, copy_diff, n_shared)``."""
+    ha, hb = probe_hits(a), probe_hits(b)
+    shared = [t for t in ha if t in hb]
+    if len(shared) < 2:
+        raise ValueError(f"a, b: {len(shared)} probe sentences in common; a paired comparison needs at least 2")
+    top = np.array([ha[t][0] - hb[t][0] for t in shared], dtype=np.float64)
+    cp = np.array([ha[t][1] - hb[t][1] for t in shared], dtype=np.float64)
+    return bootstrap(top, seed=seed), bootstrap(cp, seed=seed), len(shared)
+
+
+def paired_pppl_ratio(a: Row, b: Row, *, seed: int = 0, n_boot: int = 2000) -> Estimate:
+    """Pseudo-perplexity of ``a`` over ``b`` on the same held-out passages, each row's
+    ``passage_nll`` (summed negative pseudo-log-likelihood per passage) and ``passage_tokens``;
+    the interval resamples passages (paired). Below 1: ``a`` predicts the passages better. The two
+    tokenizers must cut the text alike for this to be like with like (all-MiniLM and
+    all-mpnet share BERT's uncased WordPiece)."""
+    na, ta = np.asarray(a["passage_nll"], float), np.asarray(a["passage_tokens"], float)
+    nb, tb = np.asarray(b["passage_nll"], float), np.asarray(b["passage_tokens"], float)
+    if len(na) != len(nb) or len(na) < 2:
+        raise ValueError(f"a, b: need the same passages (at least 2), got {len(na)} and {len(nb)}")
+
+    def ratio(idx: np.ndarray) -> float:
+        return float(np.exp(na[idx].sum() / ta[idx].sum() - nb[idx].sum() / tb[idx].sum()))
+
+    rng = np.random.default_rng(seed)
+    reps = np.array([ratio(rng.integers(0, len(na), len(na))) for _ in range(n_boot)])
+    return Estimate(ratio(np.arange(len(na))), float(np.quantile(reps, 0.025)), float(np.quantile(reps, 0.975)),
+                    len(na))
