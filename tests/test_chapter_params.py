@@ -23,9 +23,9 @@ def defaults(chapter: str) -> dict:
 def test_defaults_pass_and_every_rule_names_a_parameter(chapter):
     p = defaults(chapter)
     chapter_params.check(chapter, p)
-    for name, _ in chapter_params.RULES[chapter]:
-        base = name.split("[")[0].split(" ")[0].removeprefix("len(").removesuffix(")")
-        assert base in p or name.startswith("'"), f"{chapter}: rule {name!r} names no parameter"
+    for entry in chapter_params.RULES[chapter]:
+        reads = entry.reads if isinstance(entry, chapter_params.Derived) else (entry[0],)
+        assert reads and set(reads) <= set(p), f"{chapter}: rule {entry!r} reads {reads}, not all parameters"
 
 
 def test_every_chapter_checks_its_parameters_in_one_call():
@@ -62,5 +62,9 @@ def test_a_missing_parameter_or_chapter_is_named():
     del p["n_tokens"]
     with pytest.raises(KeyError, match="'n_tokens' is not defined"):
         chapter_params.check("00_getting_started", p)
+    p = defaults("04_basins")
+    del p["ablation"]  # read only by derived checks, which name what they read
+    with pytest.raises(KeyError, match="'ablation' is not defined"):
+        chapter_params.check("04_basins", p)
     with pytest.raises(KeyError, match="no parameter rules"):
         chapter_params.check("99_nowhere", p)

@@ -10,6 +10,7 @@ parameters (``hamming_h`` below ``min(n_tokens, attractor_tokens)``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.checks import check_choice, check_range
@@ -100,9 +101,16 @@ def rule(holds: Callable[[Params], bool], message: str, error: type[Exception] =
     return run
 
 
-def of(value: Callable[[Params], Any], check: Check) -> Check:
-    """``check`` applied to a value derived from the parameters (its label names the expression)."""
-    return lambda name, v, p: check(name, value(p), p)
+@dataclass(frozen=True)
+class Derived:
+    """A check of a value derived from the parameters, not of one parameter: ``label`` names the
+    expression in the error (``toy_q ** toy_n``), ``reads`` the parameters it needs (each must be
+    defined), ``value`` computes it and ``check`` judges it."""
+
+    label: str
+    reads: tuple[str, ...]
+    value: Callable[[Params], Any]
+    check: Check
 
 
 def _every_step_count(p: Params) -> None:
@@ -125,14 +133,14 @@ def _runs_listed(name: str, v: Any, p: Params) -> None:
 
 
 SEED = ("seed", integer(0))
-RULES: dict[str, list[tuple[str, Check]]] = {
+RULES: dict[str, list[tuple[str, Check] | Derived]] = {
     "00_getting_started": [
         SEED, ("topics", each(choice(TOPICS))), ("n_per_topic", integer(2)), ("fill_topic", choice(TOPICS)),
         ("mask_fraction", number(0.0, 1.0, lo_open=True)), ("n_tokens", integer(2, 510)),
     ],
     "01_glauber_theory": [
         SEED, ("toy_n", integer(2, 7)), ("toy_q", integer(2, 6)),  # q^n states are enumerated exactly
-        ("toy_q ** toy_n", of(lambda p: p["toy_q"] ** p["toy_n"], integer(4, 4096))),
+        Derived("toy_q ** toy_n", ("toy_q", "toy_n"), lambda p: p["toy_q"] ** p["toy_n"], integer(4, 4096)),
         ("toy_coupling", number(0.0)), ("toy_taus", each(tau())), ("mlm_taus", each(tau())),
         ("eps", number(0.0, 1.0, lo_open=True)), ("n_chains_toy", integer(100)), ("n_tokens", integer(4, 510)),
         ("n_contexts", integer(2)), ("n_alt", integer(1)), ("topic", choice(TOPICS)),
@@ -145,11 +153,13 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("taus", each(number(0.0, lo_open=True))),
         ("taus", rule(lambda p: 1.0 in p["taus"] and len(set(p["taus"])) >= 2,
                       "taus={taus} must hold 1.0 (the fixed rectangles are drawn there) and another temperature")),
-        ("paper_range[0]", of(lambda p: p["paper_range"][0], number(0.0, lambda p: p["paper_range"][1]))),
+        Derived("paper_range[0]", ("paper_range",), lambda p: p["paper_range"][0],
+                number(0.0, lambda p: p["paper_range"][1])),
         ("recorded_ladder", json_path("scripts/record_size_ladder.py")),
     ],
     "03_phase_transition": [
-        SEED, ("ns", each(integer(2, 510))), ("taus", each(tau())), ("len(taus)", of(lambda p: len(p["taus"]), integer(2))),
+        SEED, ("ns", each(integer(2, 510))), ("taus", each(tau())),
+        Derived("len(taus)", ("taus",), lambda p: len(p["taus"]), integer(2)),
         ("n_pairs", integer(2)), ("budget_factors", each(number(1.0))),
         ("drift_budget_factor", number(0.5, lambda p: max(p["budget_factors"]))), ("records", integer(4)),
         ("theta", number(0.0, 1.0, lo_open=True)), ("blowup", number(1.0)), ("anchor_pairs", integer(10)),
@@ -159,7 +169,8 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("n_boot", integer(100)), ("record_to", recordable()),
     ],
     "04_basins": [
-        ("mlm_names", model_list()), ("attractor_steps", of(lambda p: list(p["attractor_steps"]), model_list())),
+        ("mlm_names", model_list()),
+        Derived("attractor_steps", ("attractor_steps",), lambda p: list(p["attractor_steps"]), model_list()),
         ("n_tokens", integer(4, 510)), ("recorded_trap_ladder", json_path("scripts/record_traps.py")),
         ("n_starts", integer(lambda p: len(p["start_topics"]))), ("max_sweeps", integer(1)),
         ("arrhenius_taus", each(tau())), ("basin_taus", each(tau())), ("attractor_taus", each(tau())),
@@ -173,10 +184,13 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("record_every", rule(lambda p: not (p["embed_every"] % p["record_every"] or p["segment_steps"] % p["record_every"]),
                               "record_every={record_every} must divide embed_every={embed_every} and "
                               "segment_steps={segment_steps}")),
-        ("ablation['with']", of(lambda p: p["ablation"].get("with"), choice(lambda p: list(p["attractor_steps"])))),
-        ("ablation['without']", of(lambda p: p["ablation"].get("without"), choice(lambda p: list(p["attractor_steps"])))),
+        Derived("ablation['with']", ("ablation", "attractor_steps"), lambda p: p["ablation"].get("with"),
+                choice(lambda p: list(p["attractor_steps"]))),
+        Derived("ablation['without']", ("ablation", "attractor_steps"), lambda p: p["ablation"].get("without"),
+                choice(lambda p: list(p["attractor_steps"]))),
         ("attractor_tokens", integer(4, 510)), ("chains_per_cell", integer(1)), ("region_topics", each(choice(TOPICS))),
-        ("'politics' in region_topics", of(lambda p: "politics", choice(lambda p: p["region_topics"]))),
+        Derived("'politics' in region_topics", ("region_topics",), lambda p: "politics",
+                choice(lambda p: p["region_topics"])),
         ("start_topics", each(choice(lambda p: [r for r in p["region_topics"] if r != "politics"]))),
         ("n_train", integer(2)), ("n_val", integer(2)), ("keep_real", number(0.0, 1.0, lo_open=True)),
         ("knn", integer(1, lambda p: p["n_train"])), ("n_null", integer(10)), ("n_fluency", integer(4)), SEED,
@@ -240,13 +254,13 @@ def check(chapter: str, namespace: Mapping[str, Any]) -> None:
     namespace is a ``KeyError`` naming it (the parameters cell and the rules disagree)."""
     if chapter not in RULES:
         raise KeyError(f"chapter {chapter!r} has no parameter rules: one of {sorted(RULES)}")
-    for name, rule_ in RULES[chapter]:
-        base = name.split("[")[0].split(" ")[0].removeprefix("len(").removesuffix(")")
-        if base in namespace:
-            value = namespace[base]
-        elif name.startswith(("'", "toy_q **", "paper_range")):
-            value = None  # a derived check: its rule reads the parameters itself
-        else:
-            raise KeyError(f"{chapter}: parameter {base!r} is not defined (the parameters cell and "
+    for entry in RULES[chapter]:
+        name, reads = (entry.label, entry.reads) if isinstance(entry, Derived) else (entry[0], (entry[0],))
+        missing = [r for r in reads if r not in namespace]
+        if missing:
+            raise KeyError(f"{chapter}: parameter {missing[0]!r} is not defined (the parameters cell and "
                            "tokendyn.publish.chapter_params.RULES disagree)")
-        rule_(name, value, namespace)
+        if isinstance(entry, Derived):
+            entry.check(name, entry.value(namespace), namespace)
+        else:
+            entry[1](name, namespace[name], namespace)
