@@ -566,10 +566,10 @@ def ar_nll(ar: Any, texts: Sequence[str], *, batch: int = 16) -> Tensor:
     """Mean negative log-likelihood per token of each text under a causal LM (``ar.model``,
     ``ar.tokenizer``, e.g. :func:`tokendyn.models.load_ar`), each read after ``<|endoftext|>`` (or
     BOS) -> ``[N]`` float64 nats; ``exp`` of it is the text's perplexity
-    (:func:`tokendyn.evaluation.causal.causal_log_likelihoods` per token, over batches of ``batch``)."""
+    (:func:`tokendyn.evaluation.causal.causal_log_likelihoods` per token, over batches of ``batch``,
+    which it checks)."""
     from ..evaluation.causal import causal_log_likelihoods, start_id
 
-    check_range("batch", batch, 1, integer=True)
     return -causal_log_likelihoods(ar.model, ar.tokenizer, list(texts), start_id(ar.tokenizer), batch=batch,
                                    per_token=True)
 
