@@ -605,3 +605,14 @@ def test_header_run_times_are_the_measured_ones(built):
         assert took, f"{doc}: no measured time in its rerun box or the scale appendix"
         assert took.group(1) + " on" in re.sub(r"<[^>]+>", "", head), f"{doc}: the header does not say {took.group(1)}"
     assert using >= 10, using
+
+
+def test_a_quantity_shown_on_several_pages_is_one_number(built):
+    """Each shared quantity of the registry (``tokendyn.publish.quantities.SHARED``: one record, one
+    setting) appears on every page the registry names, with one text everywhere it is marked."""
+    from tokendyn.publish import quantities
+
+    pages = {doc: (HTML / f"{doc}.html").read_text(encoding="utf-8") for doc in _toc_files()}
+    assert not quantities.disagreements(pages), "\n".join(quantities.disagreements(pages))
+    shown = {key for page in pages.values() for key, _ in quantities.marks(page)}
+    assert shown == set(quantities.SHARED), sorted(set(quantities.SHARED) - shown)
