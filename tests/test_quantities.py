@@ -32,4 +32,5 @@ def test_the_ladder_marks_only_the_shipped_rung():
     rows = [{"generator": "ladder, 1,000 steps", "K": 4, "dabi": 6.8},
             {"generator": "shipped (3,000 steps)", "K": 8, "dabi": 7.6},
             {"generator": "shipped (3,000 steps)", "K": 4, "dabi": 7.3}]
-    assert Q.shipped_ladder_dabi(rows) == {4: 7.3, 8: 7.6}
+    assert Q.shipped_ladder_dabi(rows, ks=(4, 8, 16)) == {4: 7.3, 8: 7.6}
+    assert Q.shipped_ladder_dabi(rows + [{"generator": "shipped (3,000 steps)", "K": 2, "dabi": 15.0}], ks=(4,)) == {4: 7.3}

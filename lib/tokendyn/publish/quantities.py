@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -78,8 +79,9 @@ def ladder_value(generator: str, key: str, value: float, spec: str = ".3g") -> s
     return format(value, spec)
 
 
-def shipped_ladder_dabi(rows: list[dict]) -> dict[int, float]:
-    """The shipped flow's DABI per K from the recorded generator ladder's rows (``generator``,
-    ``K``, ``dabi`` each), K ascending; empty when the ladder holds no shipped rung."""
+def shipped_ladder_dabi(rows: list[dict], ks: Iterable[int]) -> dict[int, float]:
+    """The shipped flow's DABI at each K in ``ks`` that the recorded generator ladder's rows
+    (``generator``, ``K``, ``dabi`` each) hold, K ascending; empty when it holds no shipped rung."""
+    ks = {int(k) for k in ks}
     return {int(r["K"]): float(r["dabi"]) for r in sorted(rows, key=lambda r: r["K"])
-            if str(r["generator"]).startswith("shipped")}
+            if str(r["generator"]).startswith("shipped") and int(r["K"]) in ks}
