@@ -9,6 +9,7 @@ Import the module that holds what you need; this package imports none of them it
   commit), saved atomically and resumed row by row;
 - :mod:`.verdicts`: the claims' rules, one function each; :mod:`.claims`: the claims tables;
 - :mod:`.quantities`: the numbers shown on several pages, one registry and one text each;
+- :mod:`.typed_numbers`: the numbers typed into a page's prose instead of glued from its run;
 - :mod:`.preregistration`: which recorded run each rule judges, and the check that it came first;
 - :mod:`.plotting` and :mod:`.figures`: the charts, offline;
 - :mod:`.sweep` and :mod:`.cli`: chapters at scale on Ray, from the command line.

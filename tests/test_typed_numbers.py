@@ -1,0 +1,65 @@
+"""Numbers typed into the book's prose (tokendyn.publish.typed_numbers): the checker on constructed
+text, and each page's count pinned, so a new typed number fails here and glueing one lowers a pin.
+
+The goal is zero: every number a reader sees glued from its run, the paper's, or a stated
+convention. The pins are where the book stands; lower a pin when a page loses typed numbers.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from tokendyn.publish.typed_numbers import DEFINITIONS, PAPER_NUMBERS, page_markdown, typed_numbers
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# page -> its typed numbers now (the goal: 0 everywhere)
+PINNED = {
+    "book/00_getting_started.ipynb": 4,
+    "book/01_glauber_theory.ipynb": 9,
+    "book/02_rectangle_test.ipynb": 105,
+    "book/03_phase_transition.ipynb": 118,
+    "book/04_basins.ipynb": 138,
+    "book/05_tube_law.ipynb": 114,
+    "book/06_dabi_cci.ipynb": 59,
+    "book/07_escapes.ipynb": 79,
+    "book/appendix_models.ipynb": 103,
+    "book/appendix_performance.ipynb": 24,
+    "book/appendix_scale.ipynb": 3,
+    "book/appendix_rules.md": 0,
+    "book/glossary.md": 0,
+    "book/intro.md": 0,
+    "book/references.md": 0,
+    "book/scoreboard.md": 4,
+}
+
+
+def test_glued_referenced_defining_and_paper_numbers_are_not_typed():
+    text = ("{glue:text}`grid_tau_star` at [Chapter 6](06_dabi_cci.ipynb) and Figure 5.2 (Wang 2026); the paper's "
+            "10-33x and 12-41%; $n = 8$ and $1/\\sqrt{d}$; 95% intervals\n1. first item")
+    assert typed_numbers(text) == []
+
+
+def test_typed_results_are_found_in_prose_math_and_html():
+    assert typed_numbers("a ratio of 2.6x over 16,384 tokens") == ["2.6", "16,384"]
+    assert typed_numbers("with $C = 1.73$ [1.53, 1.92]") == ["1.73", "1.53", "1.92"]
+    assert typed_numbers("<span class='x'>7.27</span> and a < 3 but b > 4") == ["7.27", "3", "4"]
+    assert typed_numbers("ours is 2, not 10") == ["2", "10"]  # only whole paper ranges are excused
+
+
+def test_every_excused_number_says_why():
+    assert all(reason.strip() for reason in DEFINITIONS.values())
+    assert {"10-33", "12-41", "508", "294"} <= PAPER_NUMBERS
+
+
+@pytest.mark.parametrize("page", sorted(PINNED))
+def test_no_page_gains_a_typed_number(page):
+    found = typed_numbers(page_markdown(ROOT / page))
+    assert len(found) <= PINNED[page], f"{page}: {len(found) - PINNED[page]} new typed number(s); glue them: {found}"
+    assert len(found) == PINNED[page], f"{page}: {PINNED[page] - len(found)} fewer typed numbers; lower its pin"
+
+
+def test_every_page_is_pinned():
+    pages = {p.relative_to(ROOT).as_posix() for p in (ROOT / "book").glob("*.ipynb")} | {
+        p.relative_to(ROOT).as_posix() for p in (ROOT / "book").glob("*.md")}
+    assert pages == set(PINNED)
