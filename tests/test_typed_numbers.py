@@ -21,7 +21,7 @@ PINNED = {
     "book/03_phase_transition.ipynb": 118,
     "book/04_basins.ipynb": 138,
     "book/05_tube_law.ipynb": 114,
-    "book/06_dabi_cci.ipynb": 59,
+    "book/06_dabi_cci.ipynb": 52,
     "book/07_escapes.ipynb": 79,
     "book/appendix_models.ipynb": 103,
     "book/appendix_performance.ipynb": 24,
