@@ -92,6 +92,13 @@ def test_a_rule_that_only_moved_is_followed(toy_repo, monkeypatch):
     assert "changed since its commit" in found
 
 
+def test_the_paths_a_module_had_come_from_the_regrouping_and_formerly():
+    assert pre.paths_then("tokendyn/analysis/traps/dwell.py") == [
+        "tokendyn/analysis/traps/dwell.py", "tokendyn/traps/dwell.py", "tokendyn/traps.py"]
+    assert pre.paths_then("tokendyn/latent/discrete.py") == ["tokendyn/latent/discrete.py", "tokendyn/decoding.py"]
+    assert pre.paths_then("tokendyn/latent/tube.py") == ["tokendyn/latent/tube.py"]
+
+
 def test_docstrings_and_moved_imports_are_not_the_rule_but_what_runs_is(toy_repo, monkeypatch):
     """The rule is its code: a reworded docstring, or an import of a module that moved, leave it
     the rule its run had; an import of another module, or another threshold, do not."""

@@ -19,20 +19,23 @@ from ..core.atomic import read_record
 
 # Each piece of code a verdict depends on, as "path under lib/:function".
 RULE_CODE: dict[str, tuple[str, ...]] = {
-    "claim_1": ("tokendyn/publish/verdicts.py:claim_1", "tokendyn/publish/verdicts.py:inside", "tokendyn/analysis/size.py:rung_estimates",
-                "tokendyn/analysis/size.py:values"),
-    "claim_3": ("tokendyn/publish/verdicts.py:claim_3", "tokendyn/analysis/size.py:rung_estimates", "tokendyn/analysis/size.py:slope",
-                "tokendyn/analysis/size.py:values", "tokendyn/analysis/size.py:span"),
+    "claim_1": ("tokendyn/publish/verdicts.py:claim_1", "tokendyn/publish/verdicts.py:inside",
+                "tokendyn/analysis/size.py:rung_estimates", "tokendyn/analysis/size.py:values"),
+    "claim_3": ("tokendyn/publish/verdicts.py:claim_3", "tokendyn/analysis/size.py:rung_estimates",
+                "tokendyn/analysis/size.py:slope", "tokendyn/analysis/size.py:values",
+                "tokendyn/analysis/size.py:span"),
     "claim_4": ("tokendyn/publish/verdicts.py:claim_4", "tokendyn/mcmc/diagnostics/shape.py:compare_shapes",
                 "tokendyn/mcmc/diagnostics/shape.py:censored_lognormal_fit"),
     "claim_5": ("tokendyn/publish/verdicts.py:claim_5", "tokendyn/publish/verdicts.py:inside",
-                "tokendyn/mcmc/diagnostics/bootstrap.py:censor_at", "tokendyn/mcmc/diagnostics/bootstrap.py:bootstrap_medians",
-                "tokendyn/mcmc/diagnostics/bootstrap.py:crossover_draws", "tokendyn/mcmc/diagnostics/bootstrap.py:rise_probability",
+                "tokendyn/mcmc/diagnostics/bootstrap.py:censor_at",
+                "tokendyn/mcmc/diagnostics/bootstrap.py:bootstrap_medians",
+                "tokendyn/mcmc/diagnostics/bootstrap.py:crossover_draws",
+                "tokendyn/mcmc/diagnostics/bootstrap.py:rise_probability",
                 "tokendyn/mcmc/diagnostics/survival.py:median_times"),
     "claim_6": ("tokendyn/publish/verdicts.py:claim_6", "tokendyn/analysis/traps/dwell.py:basin_dwell",
                 "tokendyn/analysis/traps/dwell.py:basin_exit_times"),
-    "exact_generator_regime": ("tokendyn/publish/verdicts.py:exact_generator_regime", "tokendyn/latent/mechanism.py:map_cell",
-                               "tokendyn/latent/tube.py:sequence_bootstrap"),
+    "exact_generator_regime": ("tokendyn/publish/verdicts.py:exact_generator_regime",
+                               "tokendyn/latent/mechanism.py:map_cell", "tokendyn/latent/tube.py:sequence_bootstrap"),
     "claim_8": ("tokendyn/publish/verdicts.py:claim_8", "tokendyn/analysis/topics.py:attractor_test",
                 "tokendyn/analysis/topics.py:excess_over_controls", "tokendyn/analysis/topics.py:region_shares",
                 "tokendyn/analysis/topics.py:fluent", "tokendyn/analysis/topics.py:attractor_run"),
@@ -45,20 +48,17 @@ RULE_CODE: dict[str, tuple[str, ...]] = {
                  "tokendyn/evaluation/ablation.py:commitment_effects", "tokendyn/evaluation/generation.py:seq_rep",
                  "tokendyn/evaluation/generation.py:text_entropies",
                  "tokendyn/evaluation/generation.py:pooled_perplexity"),
-    "claim_14": ("tokendyn/publish/verdicts.py:claim_14", "tokendyn/evaluation/generation.py:entropy_matched_perplexity"),
+    "claim_14": ("tokendyn/publish/verdicts.py:claim_14",
+                 "tokendyn/evaluation/generation.py:entropy_matched_perplexity"),
     "claim_15": ("tokendyn/publish/verdicts.py:claim_15",),
 }
 
-# A module that moved: its path now -> the paths it had before, newest first. The rule code is
-# compared by content, so a function that only moved (same source) is still the rule its run had.
+# A module split or moved by hand: a path it has had -> the paths it had before, newest first. The
+# moves of the regrouping into floors are not repeated here: :func:`paths_then` derives them from
+# :data:`MOVED_MODULES`. The rule code is compared as code, so a function that only moved (same
+# code) is still the rule its run had.
 FORMERLY: dict[str, tuple[str, ...]] = {
-    "tokendyn/analysis/size.py": ("tokendyn/size.py",),
-    "tokendyn/analysis/topics.py": ("tokendyn/topics.py",),
-    "tokendyn/analysis/traps/dwell.py": ("tokendyn/traps/dwell.py", "tokendyn/traps.py"),
-    "tokendyn/mcmc/diagnostics/bootstrap.py": ("tokendyn/diagnostics/bootstrap.py",),
-    "tokendyn/mcmc/diagnostics/shape.py": ("tokendyn/diagnostics/shape.py",),
-    "tokendyn/mcmc/diagnostics/survival.py": ("tokendyn/diagnostics/survival.py",),
-    "tokendyn/publish/verdicts.py": ("tokendyn/verdicts.py",),
+    "tokendyn/traps/dwell.py": ("tokendyn/traps.py",),
 }
 
 # Modules that moved, dotted name then -> now: an import inside a rule that names a module's old
@@ -153,6 +153,25 @@ def _now(dotted: str) -> str:
     return dotted
 
 
+def _then(dotted: str) -> str:
+    """A module's dotted name before the regrouping: :func:`_now` backwards (longest moved prefix)."""
+    for old, new in sorted(MOVED_MODULES.items(), key=lambda kv: len(kv[1]), reverse=True):
+        if dotted == new or dotted.startswith(new + "."):
+            return old + dotted[len(new):]
+    return dotted
+
+
+def paths_then(file: str) -> list[str]:
+    """Every path the module at ``file`` (``tokendyn/...py``) has had, newest first: ``file``, its
+    path before the regrouping (:data:`MOVED_MODULES`), then the older homes :data:`FORMERLY` lists."""
+    package = file.endswith("/__init__.py")
+    dotted = _then(_module(file))
+    paths = [file, dotted.replace(".", "/") + ("/__init__.py" if package else ".py")]
+    for path in list(paths):
+        paths += FORMERLY.get(path, ())
+    return list(dict.fromkeys(paths))
+
+
 def function_code(text: str, name: str, path: str) -> str:
     """What runs of the top-level function ``name`` in the module text ``text`` found at ``path``
     (``tokendyn/...py``), as a string to compare: its syntax tree without the docstring, every
@@ -220,7 +239,7 @@ def _rule_problems(repo: Path, rel: str, rules: tuple[str, ...], commit: str, wh
         for piece in RULE_CODE[rule]:
             file, fn = piece.split(":")
             old, missing = None, f"lib/{file} is not in {whose} {commit[:12]}"
-            for where in (file, *FORMERLY.get(file, ())):  # where the function lived then
+            for where in paths_then(file):  # where the function lived then
                 then = _git_show(repo, commit, f"lib/{where}")
                 if then is None:
                     continue
