@@ -70,11 +70,16 @@ def disagreements(pages: dict[str, str]) -> list[str]:
     return found
 
 
+def _shipped(generator: object) -> bool:
+    """Whether a rung of chapter 5's recorded generator ladder is the shipped flow (its name says so)."""
+    return str(generator).startswith("shipped")
+
+
 def ladder_value(generator: str, key: str, value: float, spec: str = ".3g") -> str:
     """A cell of chapter 5's recorded generator ladder as a page writes it: the shipped flow's rung
     (its ``generator`` starts with ``"shipped"``) marked as the shared quantity ``key`` when the
     registry has it, every other rung (or key) formatted with ``spec``."""
-    if generator.startswith("shipped") and key in SHARED:
+    if _shipped(generator) and key in SHARED:
         return show(key, value)
     return format(value, spec)
 
@@ -84,4 +89,4 @@ def shipped_ladder_dabi(rows: list[dict], ks: Iterable[int]) -> dict[int, float]
     (``generator``, ``K``, ``dabi`` each) hold, K ascending; empty when it holds no shipped rung."""
     ks = {int(k) for k in ks}
     return {int(r["K"]): float(r["dabi"]) for r in sorted(rows, key=lambda r: r["K"])
-            if str(r["generator"]).startswith("shipped") and int(r["K"]) in ks}
+            if _shipped(r["generator"]) and int(r["K"]) in ks}
