@@ -158,3 +158,9 @@ def test_rows_per_model_keeps_each_finished_model_and_recomputes_what_it_may_not
     assert calls[-1] == "org/b"
     results.rows_per_model(["a"], tmp_path, "k2", compute)              # other parameters: another run
     assert calls[-1] == "a" and len(calls) == 5
+
+
+def test_the_record_mime_type_is_a_stored_format_not_a_module_path():
+    # every committed chapter stores its record under this type; renaming it (as a module move once
+    # did by accident) orphans them from readers outside this checkout
+    assert results.MIME == "application/vnd.tokendyn.results+json"

@@ -86,7 +86,7 @@ def provenance(params: dict[str, Any], seed: int | None, models: list[str],
     }
 
 
-MIME = "application/vnd.tokendyn.publish.results+json"
+MIME = "application/vnd.tokendyn.results+json"
 """The output type under which a chapter's record is also stored in its own notebook."""
 
 
