@@ -88,7 +88,7 @@ def test_crossover_draws_and_rise_probability():
     assert bs.rise_probability(cr[16], cr[8]) == 0.0
 
 
-def test_crossover_table_is_the_survey_of_every_source_budget_and_threshold():
+def test_crossover_survey_is_every_source_budget_and_threshold_from_one_bootstrap():
     """Chapter 3's survey: tau* per run, model, budget and length, the rise over lengths, and tau* at
     other mixing thresholds; a recorded run on too few temperatures is skipped, the live one never."""
     taus = [1.0, 2.0, 3.0, 5.0]
@@ -100,16 +100,22 @@ def test_crossover_table_is_the_survey_of_every_source_budget_and_threshold():
             cells[("m", n, tau)] = (torch.full((32,), float(n * 3 + k) if fast else float(budget)),
                                     torch.full((32,), not fast, dtype=torch.bool))
     sources = {"live": (cells, ["m"], [8, 16], taus), "short": (cells, ["m"], [8, 16], taus[-2:])}
-    rows, rises, draws = bs.crossover_table(sources, [2.0, 10.0], blowup=3.0, n_boot=200, seed=0)
+    survey = bs.crossover_survey(sources, [2.0, 10.0], blowup=3.0, blowups=[2.0, 3.0, 5.0], n_boot=200, seed=0)
+    rows, rises, draws = survey.rows, survey.rises, survey.draws
     assert {r["source"] for r in rows} == {"live"} and len(rows) == 2 * 2           # 2 budgets x 2 lengths
     big = {r["n"]: r for r in rows if r["budget_factor"] == 10.0}
     assert (big[8]["tau_below"], big[8]["tau_star"], big[16]["tau_star"]) == (1.0, 2.0, 3.0)
     assert rises[("live", "m", 10.0)] == 1.0 and set(draws[("live", "m", 10.0)]) == {8, 16}
     assert draws[("live", "m", 10.0)][16].lo == big[16]["lo"]
-    sens = bs.crossover_by_blowup(sources, 10.0, [2.0, 5.0], n_boot=200, seed=0)
-    assert [(r["blowup"], r["n"]) for r in sens] == [(2.0, 8), (2.0, 16), (5.0, 8), (5.0, 16)]
-    at3 = bs.crossover_by_blowup(sources, 10.0, [3.0], n_boot=200, seed=0)
-    assert [r["tau_star"] for r in at3] == [big[8]["tau_star"], big[16]["tau_star"]]
+    sens = survey.by_blowup  # at the largest budget only, from the same draws
+    assert [(r["blowup"], r["n"]) for r in sens] == [(b, n) for b in (2.0, 3.0, 5.0) for n in (8, 16)]
+    at3 = [r for r in sens if r["blowup"] == 3.0]
+    assert [(r["tau_star"], r["lo"], r["hi"]) for r in at3] == [(big[n]["tau_star"], big[n]["lo"], big[n]["hi"]) for n in (8, 16)]
+    # a looser threshold lets a colder temperature mix: tau* never rises with blowup
+    by_n = {n: [r["tau_star"] for r in sens if r["n"] == n] for n in (8, 16)}
+    assert all(a >= b for v in by_n.values() for a, b in zip(v, v[1:]))
+    alone = bs.crossover_survey(sources, [10.0], blowup=2.0, n_boot=200, seed=0)  # the same draws, read at 2
+    assert [r["tau_star"] for r in alone.rows] == [r["tau_star"] for r in sens if r["blowup"] == 2.0]
 
 
 def test_scaling_C_interval_brackets_the_fit():

@@ -61,3 +61,24 @@ def test_chapter_text_speaks_of_no_issue(path):
     found = [(i, m.group(0)) for i, c in enumerate(nb["cells"])
              for m in re.finditer(r"(?i)\bissues?\b", "".join(c["source"]))]
     assert not found, f"{path.name} speaks of issues in cells {found}"
+
+
+# page -> its code cells over MAX_CELL_LINES lines (parameters cells aside) now; the goal is 0 everywhere,
+# so a page may only lose long cells (lower its pin when it does)
+MAX_CELL_LINES = 25
+LONG_CELLS = {
+    "00_getting_started": 0, "01_glauber_theory": 1, "02_rectangle_test": 3, "03_phase_transition": 0,
+    "04_basins": 5, "05_tube_law": 6, "06_dabi_cci": 3, "07_escapes": 4, "appendix_models": 0,
+    "appendix_performance": 6, "appendix_scale": 0,
+}
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_no_page_gains_a_long_cell(path):
+    nb = json.loads(path.read_text())
+    long = [(i, len("".join(c["source"]).splitlines())) for i, c in enumerate(nb["cells"])
+            if c["cell_type"] == "code" and "parameters" not in c.get("metadata", {}).get("tags", [])
+            and len("".join(c["source"]).splitlines()) > MAX_CELL_LINES]
+    assert len(long) <= LONG_CELLS[path.stem], (f"{path.name}: (cell, lines) over {MAX_CELL_LINES} lines: {long}; "
+                                                "move the loop into the library")
+    assert len(long) == LONG_CELLS[path.stem], f"{path.name}: {LONG_CELLS[path.stem] - len(long)} fewer long cells; lower its pin"

@@ -5,7 +5,7 @@ model with its ``params``, ``encoder`` and per-item samples (rectangles, traps, 
 held-out passages). These functions turn them into the numbers chapters 2 and 4 print: each rung's
 statistic with a bootstrap interval, the slope of a statistic on ln(parameters) with its interval
 (:func:`tokendyn.core.stats.size_slope`), and paired comparisons of two models on the same probe items
-and passages.
+and passages; and chapter 3's comparison of two sizes' crossover (:func:`crossover_by_size`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core.stats import Estimate, bootstrap, size_slope, wilson
 from ..evaluation.cloze import context_words
+from ..mcmc.diagnostics import Crossover, rise_probability
 
 Row = Mapping[str, Any]
 
@@ -104,3 +105,22 @@ def paired_pppl_ratio(a: Row, b: Row, *, seed: int = 0, n_boot: int = 2000) -> E
     reps = np.array([ratio(rng.integers(0, len(na), len(na))) for _ in range(n_boot)])
     return Estimate(ratio(np.arange(len(na))), float(np.quantile(reps, 0.025)), float(np.quantile(reps, 0.975)),
                     len(na))
+
+
+def crossover_by_size(draws: Mapping[str, Mapping[int, Crossover]], params: Mapping[str, float]
+                      ) -> tuple[list[dict[str, Any]], dict[int, float], dict[int, float]]:
+    """Chapter 3's size comparison of ``tau*``: two models' crossovers (``draws``, smaller model
+    first: ``{model: {n: Crossover}}`` from the same budget and threshold) at every length both were
+    run at. Returns ``(rows, higher, lower)``: one row ``{model, params, n, tau_star, lo, hi}`` per
+    model and length, and per length the share of bootstrap resamples in which the larger model's
+    ``tau*`` is higher (``higher``) and lower (``lower``)."""
+    if len(draws) != 2:
+        raise ValueError(f"draws must hold exactly two models (smaller first), got {list(draws)}")
+    (small, cs), (large, cl) = draws.items()
+    rows, higher, lower = [], {}, {}
+    for n in sorted(set(cs) & set(cl)):
+        higher[n] = rise_probability(cs[n], cl[n])
+        lower[n] = rise_probability(cl[n], cs[n])
+        rows += [{"model": m, "params": params[m], "n": n, "tau_star": c.tau_star, "lo": c.lo, "hi": c.hi}
+                 for m, c in ((small, cs[n]), (large, cl[n]))]
+    return rows, higher, lower

@@ -10,11 +10,12 @@ the chapter's findings on the papers' claims (:mod:`tokendyn.publish.claims`), w
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -366,3 +367,29 @@ def load_ladder(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]
                                 "(scripts/record_size_ladder.py or scripts/record_traps.py)")
     rows, meta = load_rows(path)
     return sorted(rows, key=lambda row: int(row["params"])), meta
+
+
+def values_words(values: Sequence[float]) -> str:
+    """A sorted grid in words: an evenly spaced run of at least four values as "a to b in steps of
+    s", the others listed (``[1, 1.25, ..., 3, 5]`` -> "1 to 3 in steps of 0.25, and 5")."""
+    vs = sorted(float(v) for v in values)
+    parts, i = [], 0
+    while i < len(vs):
+        j = i + 1
+        while j + 1 < len(vs) and math.isclose(vs[j + 1] - vs[j], vs[i + 1] - vs[i]):
+            j += 1
+        if j - i >= 3:
+            parts.append(f"{vs[i]:g} to {vs[j]:g} in steps of {vs[i + 1] - vs[i]:g}")
+            i = j + 1
+        else:
+            parts.append(f"{vs[i]:g}")
+            i += 1
+    return ", ".join(parts[:-1]) + (", and " if len(parts) > 1 else "") + parts[-1]
+
+
+def run_words(meta: Mapping[str, Any]) -> str:
+    """What a chapter 3 run recorded by :func:`save_run` measured, in words, from its parameters
+    (``meta`` as :func:`load_run` returns it): models, lengths, temperatures, pairs and budgets."""
+    p = meta["provenance"]["params"]
+    return (f"{', '.join(p['mlm_names'])}; n = {', '.join(str(n) for n in p['ns'])}; τ = {values_words(p['taus'])}; "
+            f"{p['n_pairs']} pairs a cell; budgets up to {max(p['budget_factors']):g} n ln n")

@@ -42,9 +42,10 @@ _STRIP = [
     re.compile(r"`[^`]*`"),                         # code spans (names, parameters, commands)
     re.compile(r"</?[A-Za-z][^<>\n]*>"),            # HTML tags and their attributes (not "a < 1 and b > 2")
     re.compile(r"\]\([^)]*\)"),                     # link targets
-    re.compile(r"(?i)\b(?:chapter|chapters|figure|figures|fig\.|table|section|claim|claims|part|appendix|step)s?\s+"
-               r"\d+(?:\.\d+)?(?:\s*(?:,|and|to|-)\s*\d+(?:\.\d+)?)*"),  # references to the book's own parts
+    re.compile(r"(?i)\b(?:chapter|chapters|figure|figures|fig\.|table|section|claim|claims|part|appendix|step|paper)s?\s+"
+               r"\d+(?:\.\d+)?(?:\s*(?:,|and|to|-)\s*\d+(?:\.\d+)?)*"),  # the book's own parts, and Paper 1 / 2
     re.compile(r"(?m)^\s*\d+\.\s"),                 # numbered-list markers
+    re.compile(r"\btop-\d+\b"),                     # metric names (a cloze probe's top-5), not results
     re.compile(r"\b(?:19|20)\d\d[a-z]?\b"),         # years (citations, dates)
 ]
 _MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S)

@@ -26,7 +26,7 @@ K = TypeVar("K", bound=Hashable)
 
 __all__ = ["censor_at", "bootstrap_medians", "median_draws_interval", "Crossover", "crossover_draws",
            "rise_probability", "scaling_C_interval", "shape_slope_interval", "scaling_table", "Source",
-           "crossover_table", "crossover_by_blowup"]
+           "CrossoverSurvey", "crossover_survey", "ratios_at"]
 
 Cells = Mapping[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]]
 Source = tuple[Cells, Sequence[str], Sequence[int], Sequence[float]]
@@ -194,6 +194,15 @@ def scaling_table(cells: Mapping[tuple[str, int, float], tuple[torch.Tensor, tor
     return fits, ratios
 
 
+def ratios_at(cells: Cells, model: str, budget_factor: float, *, n_boot: int, seed: int) -> list[dict]:
+    """:func:`scaling_table`'s ratio rows of one ``model`` at every length and temperature it was run
+    at (its hotter ones too), the run re-censored at ``budget_factor`` n ln n and drawn there when
+    censored."""
+    cut = {k: censor_at(T, c, int(round(budget_factor * n_log_n(k[1])))) for k, (T, c) in cells.items() if k[0] == model}
+    ns, taus = sorted({k[1] for k in cut}), sorted({k[2] for k in cut})
+    return scaling_table(cut, [model], ns, taus, n_boot=n_boot, seed=seed, cap=budget_factor)[1]
+
+
 def _cut_medians(cells: Cells, budget_factor: float, *, n_boot: int, seed: int
                  ) -> tuple[dict[tuple[str, int, float], float], dict[tuple[str, int, float], np.ndarray]]:
     """Medians and their bootstrap draws of every cell, re-censored at ``budget_factor`` n ln n."""
@@ -214,22 +223,38 @@ def _crossovers(med: Mapping, boot: Mapping, name: str, grid: Sequence[float], l
                                blowup=blowup) for n in lengths}
 
 
-def crossover_table(sources: Mapping[str, Source], budget_factors: Sequence[float], *, blowup: float, n_boot: int,
-                    seed: int, min_grid: int = 4
-                    ) -> tuple[list[dict], dict[tuple[str, str, float], float], dict[tuple[str, str, float], dict[int, Crossover]]]:
-    """``tau*(n)`` of every run, model and budget: chapter 3's crossover survey.
+@dataclass(frozen=True)
+class CrossoverSurvey:
+    """Chapter 3's crossover survey (:func:`crossover_survey`).
+
+    ``rows``: one ``{source, model, n, budget_factor, tau_below, tau_star, lo, hi}`` per length and
+    budget; ``rises[(source, model, budget)]``: the share of resamples in which ``tau*`` is higher at
+    the last length than at the first; ``draws[(source, model, budget)] = {n: Crossover}``;
+    ``by_blowup``: one ``{source, model, blowup, n, tau_star, lo, hi}`` per threshold and length, at
+    the largest budget."""
+
+    rows: list[dict]
+    rises: dict[tuple[str, str, float], float]
+    draws: dict[tuple[str, str, float], dict[int, Crossover]]
+    by_blowup: list[dict]
+
+
+def crossover_survey(sources: Mapping[str, Source], budget_factors: Sequence[float], *, blowup: float,
+                     blowups: Sequence[float] = (), n_boot: int, seed: int, min_grid: int = 4) -> CrossoverSurvey:
+    """``tau*(n)`` of every run, model and budget, and at every mixing threshold in ``blowups``.
 
     For each source (label -> :data:`Source`; a recorded run on fewer than ``min_grid``
     temperatures gives the n log n shape, not a crossover, and is skipped unless it is ``"live"``),
     each budget in ``budget_factors`` (times n ln n: the run re-censored there, exactly the run that
     budget would have given) and each model: :func:`crossover_draws` at every length, and
-    :func:`rise_probability` from the first length to the last. Returns ``(rows, rises, draws)``:
-    one row ``{source, model, n, budget_factor, tau_below, tau_star, lo, hi}`` per length;
-    ``rises[(source, model, budget)]``; ``draws[(source, model, budget)] = {n: Crossover}``.
+    :func:`rise_probability` from the first length to the last. At the largest budget the same
+    bootstrap draws also give ``tau*`` at each threshold in ``blowups``: a crossover that moves
+    with the threshold belongs to the definition, not to the chain.
     """
     rows: list[dict] = []
     rises: dict[tuple[str, str, float], float] = {}
     draws: dict[tuple[str, str, float], dict[int, Crossover]] = {}
+    by_blowup: list[dict] = []
     for source, (cells, names, lengths, grid) in _surveyed(sources, min_grid):
         for bf in budget_factors:
             med, boot = _cut_medians(cells, bf, n_boot=n_boot, seed=seed)
@@ -239,20 +264,10 @@ def crossover_table(sources: Mapping[str, Source], budget_factors: Sequence[floa
                 draws[(source, name, bf)] = cr
                 rows += [{"source": source, "model": name, "n": n, "budget_factor": bf, "tau_below": c.tau_below,
                           "tau_star": c.tau_star, "lo": c.lo, "hi": c.hi} for n, c in cr.items()]
-    return rows, rises, draws
-
-
-def crossover_by_blowup(sources: Mapping[str, Source], budget_factor: float, blowups: Sequence[float], *,
-                        n_boot: int, seed: int, min_grid: int = 4) -> list[dict]:
-    """``tau*(n)`` at each mixing threshold in ``blowups``, every run re-censored at ``budget_factor``
-    n ln n (sources skipped as in :func:`crossover_table`): one row ``{source, model, blowup, n,
-    tau_star, lo, hi}`` per length. A crossover that moves with the threshold belongs to the
-    definition, not to the chain."""
-    rows = []
-    for source, (cells, names, lengths, grid) in _surveyed(sources, min_grid):
-        med, boot = _cut_medians(cells, budget_factor, n_boot=n_boot, seed=seed)
-        for name in names:
-            for b in blowups:
-                rows += [{"source": source, "model": name, "blowup": b, "n": n, "tau_star": c.tau_star,
-                          "lo": c.lo, "hi": c.hi} for n, c in _crossovers(med, boot, name, grid, lengths, blowup=b).items()]
-    return rows
+                if bf != max(budget_factors):
+                    continue
+                for b in blowups:
+                    at_b = cr if b == blowup else _crossovers(med, boot, name, grid, lengths, blowup=b)
+                    by_blowup += [{"source": source, "model": name, "blowup": b, "n": n, "tau_star": c.tau_star,
+                                   "lo": c.lo, "hi": c.hi} for n, c in at_b.items()]
+    return CrossoverSurvey(rows, rises, draws, by_blowup)

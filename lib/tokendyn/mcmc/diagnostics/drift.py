@@ -30,15 +30,16 @@ def drift(emb_t: torch.Tensor, emb_0: torch.Tensor) -> torch.Tensor:
     return 1.0 - (a * b[None]).sum(-1)
 
 
-def plateau(d: torch.Tensor, *, tail: float = 0.25) -> tuple[float, bool]:
+def plateau(d: torch.Tensor, *, tail: float = 0.25, rel_tol: float = 0.05) -> tuple[float, bool]:
     """The drift plateau of a group of chains, and whether it was reached.
 
     ``d`` [T, B] drift at T recorded times. The plateau is the mean over chains and over the last
     ``tail`` fraction of the recorded times. It counts as reached when the mean over the window just
-    before the tail (same length) is within two standard errors (or 5 %) of it: a drift curve still
-    rising at the end of the budget has not plateaued.
+    before the tail (same length) is within two standard errors, or within ``rel_tol`` of the level
+    (5%), of it: a drift curve still rising at the end of the budget has not plateaued.
     """
     check_range("tail", tail, 0.0, 0.5, lo_open=True)
+    check_range("rel_tol", rel_tol, 0.0)
     T = d.shape[0]
     k = max(1, int(round(T * tail)))
     if 2 * k > T:
@@ -48,7 +49,7 @@ def plateau(d: torch.Tensor, *, tail: float = 0.25) -> tuple[float, bool]:
     level = float(last.mean())
     diff = last - prev
     se = float(diff.std() / math.sqrt(diff.numel())) if diff.numel() > 1 else 0.0
-    reached = abs(float(diff.mean())) <= max(2.0 * se, 0.05 * abs(level))
+    reached = abs(float(diff.mean())) <= max(2.0 * se, rel_tol * abs(level))
     return level, reached
 
 
