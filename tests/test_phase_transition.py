@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tokendyn.mcmc import diagnostics
-from tokendyn.publish import phase_transition as phase
+from tokendyn.publish.chapters import phase_transition as phase
 from tokendyn.publish import results
 
 TAUS = [1.0, 1.5, 2.0, 3.0, 5.0]

@@ -48,6 +48,13 @@ _STRIP = [
     re.compile(r"\btop-\d+\b"),                     # metric names (a cloze probe's top-5), not results
     re.compile(r"\b(?:19|20)\d\d[a-z]?\b"),         # years (citations, dates)
 ]
+# A claim's paper value quoted as the paper gives it ("~1", "~0%", "47-77% vs ~0%"): the whole value or
+# one side of its "vs", when that side is marked as approximate or a range (a bare "0" or "1" never is).
+# Chapter 6's push experiment quotes the paper the same way, outside the claims table.
+_PAPER_VALUES = [c.paper_value for c in CLAIMS.values()] + ["47-77% vs ~0%"]
+_PAPER_PHRASES = sorted({part.strip() for v in _PAPER_VALUES for part in (v, *v.split(" vs "))
+                         if re.search(r"[~<>]|\d-\d|\d%", part)}, key=len, reverse=True)
+_STRIP.insert(0, re.compile("|".join(rf"(?<![\w.~]){re.escape(p)}(?![\w.])" for p in _PAPER_PHRASES)))
 _MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S)
 _DECIMAL = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?![\w.])")
 

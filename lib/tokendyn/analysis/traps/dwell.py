@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from ...core.checks import check_range
-from ...core.stats import Estimate, bootstrap
+from ...core.stats import Estimate, bootstrap, kolmogorov_band
 from ...mcmc.conditional import ConditionalModel, check_tokens
 from ...mcmc.glauber import check_tau, sample
 from .arrhenius import log_leave_probability
@@ -63,7 +63,7 @@ class DwellCheck:
 
     ``observed``: mean of ``min(T, S + 1)`` with a bootstrap interval; ``predicted``: its exact
     value :func:`restricted_mean_geometric`; ``max_gap``: the largest ``|P_obs(T > t) - (1-q)^t|``
-    over ``t = 0..S``; ``band``: the 95% Kolmogorov band ``1.36 / sqrt(N)`` it is judged against;
+    over ``t = 0..S``; ``band``: the 95% Kolmogorov band (:func:`~tokendyn.core.stats.kolmogorov_band`) it is judged against;
     ``censored``: chains still in the state at the end."""
 
     q: float
@@ -119,7 +119,7 @@ def dwell_check(times: Tensor, exited: Tensor, q: float | Tensor, steps: int, *,
         q_out = q
     return DwellCheck(q=q_out, steps=int(steps), observed=bootstrap(t.numpy(), seed=seed, n_boot=n_boot),
                       predicted=predicted, max_gap=float((surv_obs - surv_geo).abs().max()),
-                      band=1.36 / math.sqrt(t.numel()), censored=int((~e).sum()))
+                      band=kolmogorov_band(t.numel()), censored=int((~e).sum()))
 
 
 @dataclass(frozen=True)

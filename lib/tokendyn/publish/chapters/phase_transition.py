@@ -19,10 +19,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.stats import Estimate
-from ..mcmc.diagnostics import ShapeComparison, plateau, shape_words
-from . import claims, verdicts
-from .book import fmt, interval
+from ...core.stats import Estimate, kolmogorov_band
+from ...mcmc.diagnostics import ShapeComparison, plateau, shape_words
+from .. import claims, verdicts
+from ..book import fmt, interval
 
 __all__ = ["rule_texts", "shape_finding", "crossover_finding", "anchor_finding", "crossover_texts", "shape_texts",
            "size_texts"]
@@ -41,7 +41,7 @@ def rule_texts() -> dict[str, str]:
     claim 5's band and rise level (:func:`~tokendyn.publish.verdicts.claim_5`), the drift plateau's
     relative tolerance (:func:`~tokendyn.mcmc.diagnostics.plateau`) and the cloze-probe floor of a
     model that uses its context (:data:`~tokendyn.models.shipped.CONTEXT_TOP5`)."""
-    from ..models.shipped import CONTEXT_TOP5
+    from ...models.shipped import CONTEXT_TOP5
 
     level = _default(verdicts.claim_4, "level")
     band = _default(verdicts.claim_5, "band")
@@ -123,9 +123,9 @@ def crossover_finding(cross: pd.DataFrame, sens: pd.DataFrame, rises: Mapping[tu
 def anchor_finding(anchor_rows: Sequence[Mapping[str, Any]], pairs: int) -> claims.Finding:
     """The exactness check of the coupling code: the uniform model's measured median coupling time
     has the coupon-collector median inside its bootstrap interval, and the survival curve stays
-    inside the 99% Kolmogorov band ``1.63 / sqrt(pairs)`` of the exact law, at every length
+    inside the 99% Kolmogorov band (:func:`~tokendyn.core.stats.kolmogorov_band`) of the exact law, at every length
     (``anchor_rows`` from :func:`~tokendyn.analysis.experiments.coupon_anchor`)."""
-    band = 1.63 / math.sqrt(pairs)
+    band = kolmogorov_band(pairs, 0.99)
     return claims.finding(
         "Coupling times of the uniform model follow the coupon-collector law (median, and largest survival gap)",
         ", ".join(f"n={r['n']}: {r['measured_median']:.0f} vs {r['exact_median']}, gap {r['max_abs_gap_survival']:.2f}"
