@@ -20,7 +20,8 @@ from .claims import CLAIMS
 # The paper's own numbers as the chapters quote them (beyond the claims' paper values): whole
 # ranges where the paper gives a range, so a bare "2" or "10" of ours is never excused as the paper's.
 _QUOTED = ("0.64", "0.80", "0.64-0.80", "1.5-2", "10-33", "12-41", "47-77", "508", "5e2", "1e5", "1e4", "294", "50",
-           "5.9", "110-150")
+           "5.9", "110-150", "15-38",
+           "28-54", "82-132")  # the last two: cited perplexities of Discrete Flow Matching in float64 and float32
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?(?:-\d[\d,]*(?:\.\d+)?)?%?"
                      r"(?:x|M|k)?(?![\w])")  # a number or a range, with its %, x, M or k
 _UNIT = re.compile(r"(?:x|M|k)$")
@@ -42,10 +43,11 @@ _STRIP = [
     re.compile(r"`[^`]*`"),                         # code spans (names, parameters, commands)
     re.compile(r"</?[A-Za-z][^<>\n]*>"),            # HTML tags and their attributes (not "a < 1 and b > 2")
     re.compile(r"\]\([^)]*\)"),                     # link targets
-    re.compile(r"(?i)\b(?:chapter|chapters|figure|figures|fig\.|table|section|claim|claims|part|appendix|step|paper)s?\s+"
+    re.compile(r"(?i)\b(?:chapter|chapters|figure|figures|fig\.|table|section|claim|claims|part|appendix|step|paper|theorem)s?\s+"
                r"\d+(?:\.\d+)?(?:\s*(?:,|and|to|-)\s*\d+(?:\.\d+)?)*"),  # the book's own parts, and Paper 1 / 2
     re.compile(r"(?m)^\s*\d+\.\s"),                 # numbered-list markers
-    re.compile(r"\btop-\d+\b"),                     # metric names (a cloze probe's top-5), not results
+    re.compile(r"\b(?:top|distinct|seq-rep)-\d+\b"),   # metric names (top-5, distinct-2, seq-rep-4), not results
+    re.compile(r"(?m)^#+\s*\d+\.\s"),               # a numbered section's heading
     re.compile(r"\b(?:19|20)\d\d[a-z]?\b"),         # years (citations, dates)
 ]
 # A claim's paper value quoted as the paper gives it ("~1", "~0%", "47-77% vs ~0%"): the whole value or

@@ -1,0 +1,71 @@
+"""Chapter 7's assembly (tokendyn.publish.chapters.escapes) on constructed records and tables: claim
+14 reads the recorded run when it has the shipped flow, its position is said against the rule's own
+thresholds, and the intervention words are the table's numbers."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from tokendyn.core.stats import Estimate
+from tokendyn.publish import results
+from tokendyn.publish.chapters import escapes
+
+
+def _row(g, k, smp, **kw):
+    return {"generator": g, "K": k, "sampler": smp, **kw}
+
+
+def _scores(ppl, lo, hi, ent, ent_lo, ent_hi, n=1280):
+    return dict(ppl=ppl, ppl_lo=lo, ppl_hi=hi, entropy=ent, entropy_lo=ent_lo, entropy_hi=ent_hi, n_texts=n,
+                repetition=0.01, distinct2=0.9)
+
+
+ROWS = [_row("real text", 0, "REAL", **_scores(60, 55, 66, 5.0, 5.0, 5.0)),
+        _row(escapes.SHIPPED, 4, "ODE", **_scores(620, 580, 660, 4.4, 4.3, 4.5)),
+        _row(escapes.SHIPPED, 4, "SDE", **_scores(300, 280, 320, 4.0, 3.9, 4.1)),
+        _row(escapes.SHIPPED, 4, "matched", ode_ppl=600, ode_lo=560, ode_hi=640, sde_ppl=410, sde_lo=380, sde_hi=440,
+             ratio=1.45, ratio_lo=1.35, ratio_hi=1.57)]
+
+
+def test_recorded_ode_sde_and_claim14_read_the_record(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENDYN_DATA", str(tmp_path))
+    monkeypatch.setenv("TOKENDYN_RECORD_DIRTY", "1")  # a scratch record: the checkout may have edits
+    (tmp_path / "runs").mkdir()
+    results.save_rows(tmp_path / "runs" / "ode.json", ROWS, kind="ode_sde", command="record it",
+                      params={"seeds": 5, "per_seed": 256}, seed=0, models=["context-latent"])
+    rec, meta, lines = escapes.recorded_ode_sde("runs/ode.json", None)
+    assert lines[1] == "real text: judge PPL 60 [55, 66], entropy 5.00 nats"
+    assert lines[-1].endswith("at equal entropy ODE 600 [560, 640] vs SDE 410 [380, 440]: ratio 1.45 [1.35, 1.57]")
+    c14 = escapes.claim14_inputs(rec, meta, 4, live_ode=None, live_sde=None, live_real=None, live_sample="live")
+    assert c14.sample == "5 seeds x 256 windows" and c14.real == (60, 5.0)
+    assert (c14.matched.value, c14.matched.n) == (1.45, 2560) and c14.ode.ppl.value == 620 and c14.sde.entropy.n == 5
+    live = SimpleNamespace(ppl=Estimate(1.0, 0.5, 2.0, 8), entropy=Estimate(4.0, 3.9, 4.1, 3))
+    at_k8 = escapes.claim14_inputs(rec, meta, 8, live_ode=live, live_sde=live, live_real=live, live_sample="live")
+    assert at_k8.matched is None and at_k8.sample == "live"  # no recorded shipped flow at K = 8: the live run
+    assert escapes.recorded_ode_sde("runs/missing.json", None)[:2] == (None, None)
+
+
+@pytest.mark.parametrize("ratio, words", [((1.45, 1.35, 1.57), "above 1.15 and below 2.9"),
+                                          ((1.1, 1.0, 1.2), "not above 1.15"),
+                                          ((4.0, 3.0, 5.0), "inside the band")])
+def test_claim14_position_reads_the_rules_thresholds(ratio, words):
+    assert escapes.claim14_position(Estimate(*ratio, 100)).endswith(words)
+
+
+def test_why_texts_quote_the_intervention_table():
+    w = pd.DataFrame({"changed": [0.0, 0.074, 0.119, 0.07, 0.096], "ode_ppl": [548, 807, 1141, 336, 2128],
+                      "ode_ppl_lo": [494, 721, 999, 306, 1886], "ode_ppl_hi": [606, 904, 1302, 372, 2381]},
+                     index=["shipped (CE)", "CE, retrained", *escapes.INTERVENTIONS])
+    meta = {"provenance": {"params": {"retrain_steps": 1200, "retrain_batch": 256, "n_train": 4096}}}
+    assert escapes.why_texts(w, meta) == {"iv_changed": "7%-12%", "iv_hinge_ppl": "336 [306, 372] against 807 [721, 904]",
+                                          "iv_training": "1,200 steps of 256 tokens on 4,096 windows"}
+
+
+def test_ladder_metrics_keep_every_generator_and_k():
+    rec = {(r["generator"], r["K"], r["sampler"]): r for r in ROWS}
+    out = escapes.ladder_metrics(rec)
+    assert list(out) == [escapes.SHIPPED] and out[escapes.SHIPPED][4]["matched_ode_over_sde"] == [1.45, 1.35, 1.57]
+    assert escapes.ladder_metrics(None) is None
