@@ -49,7 +49,7 @@ CLAIMS: dict[int, Claim] = {c.id: c for c in (
     Claim(2, 1, "02_rectangle_test", "An autoregressive LM's conditionals are compatible (GPT-2)", "delta = 0",
           "controls"),
     Claim(3, 1, "02_rectangle_test", "Incompatibility persists across model size", "persists",
-          "delta-against-size-a-ladder-from-14m-to-110m-parameters"),
+          "delta-against-size-a-ladder-of-two-backbones"),
     Claim(4, 1, "03_phase_transition", "High temperature mixes fast: times scale as C(tau) n log n",
           "O(n log n) for tau >~ 1", "the-shape-of-the-law-over-four-lengths"),
     Claim(5, 1, "03_phase_transition", "Slow-to-fast crossover temperature, rising with n", "tau* ~ 1.5-2",
