@@ -8,7 +8,6 @@ reference norm, indexed ``(decoder, along)``, with ``DABI``, ``lo``, ``hi`` and 
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ from ...core.paths import data_dir
 from ...core.stats import Estimate
 from ...latent import decoders
 from .. import claims, verdicts
+from . import default
 from ..book import below, sig
 from ..results import load_rows
 
@@ -64,7 +64,7 @@ def model_texts(duts: Mapping[str, decoders.DecoderUnderTest], at_ref: pd.DataFr
             "ctx_vocab": f"{vocab['contextual readout']:,}", "big_vocabs": f"{big[0]:,}- and {big[1]:,}-way",
             "latent_rms": ", ".join(f"{rms[n]:.2g} for the {n}" for n in rms.index if n in duts),
             **image_shapes,
-            "power_steps": f"{inspect.signature(decoders.shipped_decoders).parameters['n_iter'].default}"}
+            "power_steps": f"{default(decoders.shipped_decoders, 'n_iter')}"}
 
 
 def recorded_texts(meta: Mapping[str, Any] | None, df: pd.DataFrame | None) -> dict[str, str]:

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ from ...core.paths import data_dir
 from ...core.stats import Estimate
 from ...latent import interfaces
 from .. import claims, verdicts
+from . import default
 from ..book import sig
 from ..results import load_rows
 
@@ -165,9 +165,6 @@ def findings(*, effects13: Mapping, com_rows: Sequence[Mapping], com_meta: Mappi
     return rows
 
 
-def _default(fn: Any, name: str) -> Any:
-    return inspect.signature(fn).parameters[name].default
-
 
 def rule_texts() -> dict[str, str]:
     """The thresholds the page states, read from the rules that apply them: claim 13's sample
@@ -175,14 +172,14 @@ def rule_texts() -> dict[str, str]:
     gap (``c14_factor``, ``c14_weaker``, ``c14_band_lo``: the paper's ratio over the factor), claim
     15's least share of changed decodes (``c15_changed``), and the share of the mass the theory check's
     tube holds (``tube_share``, :func:`~tokendyn.latent.interfaces.argmax_partition_measure`)."""
-    factor, paper = _default(verdicts.claim_14, "factor"), _default(verdicts.claim_14, "paper")
-    return {"c13_texts": f"{_default(verdicts.claim_13, 'min_texts')}",
-            "c13_tokens": f"{_default(verdicts.claim_13, 'min_tokens')}",
-            "c13_rise": f"{_default(verdicts.claim_13, 'rise'):.2f}",
-            "c14_factor": f"{factor:g}x", "c14_weaker": f"{_default(verdicts.claim_14, 'weaker'):g}",
+    factor, paper = default(verdicts.claim_14, "factor"), default(verdicts.claim_14, "paper")
+    return {"c13_texts": f"{default(verdicts.claim_13, 'min_texts')}",
+            "c13_tokens": f"{default(verdicts.claim_13, 'min_tokens')}",
+            "c13_rise": f"{default(verdicts.claim_13, 'rise'):.2f}",
+            "c14_factor": f"{factor:g}x", "c14_weaker": f"{default(verdicts.claim_14, 'weaker'):g}",
             "c14_band_lo": f"{paper / factor:.1f}",
-            "c15_changed": f"{_default(verdicts.claim_15, 'min_changed'):.0%}",
-            "tube_share": f"{_default(interfaces.argmax_partition_measure, 'tube'):.0%}"}
+            "c15_changed": f"{default(verdicts.claim_15, 'min_changed'):.0%}",
+            "tube_share": f"{default(interfaces.argmax_partition_measure, 'tube'):.0%}"}
 
 
 def why_texts(w: pd.DataFrame, meta: Mapping | None, *, control: str = "CE, retrained") -> dict[str, str]:
@@ -291,7 +288,7 @@ def claim14_position(matched: Estimate | None) -> str:
     the rule's factor)."""
     if matched is None:
         return "not measured (no recorded run)"
-    paper, factor, weaker = (_default(verdicts.claim_14, k) for k in ("paper", "factor", "weaker"))
+    paper, factor, weaker = (default(verdicts.claim_14, k) for k in ("paper", "factor", "weaker"))
     edge = paper / factor
     where = ("inside the band" if matched.lo >= edge else
              f"above {weaker:g} and below {edge:.1f}" if matched.lo > weaker else f"not above {weaker:g}")

@@ -12,7 +12,6 @@ mixing threshold: ``by_blowup``), ``fits`` (:func:`~tokendyn.mcmc.diagnostics.sc
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,6 +21,7 @@ import pandas as pd
 from ...core.stats import Estimate, kolmogorov_band
 from ...mcmc.diagnostics import ShapeComparison, plateau, shape_words
 from .. import claims, verdicts
+from . import default
 from ..book import fmt, interval
 
 __all__ = ["rule_texts", "shape_finding", "crossover_finding", "anchor_finding", "crossover_texts", "shape_texts",
@@ -29,10 +29,6 @@ __all__ = ["rule_texts", "shape_finding", "crossover_finding", "anchor_finding",
 
 Shapes = Mapping[str, Mapping[float, ShapeComparison]]
 
-
-def _default(fn: Any, name: str) -> Any:
-    """The default of parameter ``name`` of ``fn``: the threshold a rule or statistic runs with."""
-    return inspect.signature(fn).parameters[name].default
 
 
 def rule_texts() -> dict[str, str]:
@@ -43,15 +39,15 @@ def rule_texts() -> dict[str, str]:
     model that uses its context (:data:`~tokendyn.models.shipped.CONTEXT_TOP5`)."""
     from ...models.shipped import CONTEXT_TOP5
 
-    level = _default(verdicts.claim_4, "level")
-    band = _default(verdicts.claim_5, "band")
+    level = default(verdicts.claim_4, "level")
+    band = default(verdicts.claim_5, "band")
     return {"claim4_level": f"ln {math.exp(level):.0f} ≈ {level:.1f}",
-            "claim4_lengths": f"{_default(verdicts.claim_4, 'min_lengths')}",
-            "claim4_span": f"{_default(verdicts.claim_4, 'min_span'):g}x",
-            "claim4_hot": f"{_default(verdicts.claim_4, 'hot'):g}",
+            "claim4_lengths": f"{default(verdicts.claim_4, 'min_lengths')}",
+            "claim4_span": f"{default(verdicts.claim_4, 'min_span'):g}x",
+            "claim4_hot": f"{default(verdicts.claim_4, 'hot'):g}",
             "claim5_band": f"[{band[0]:g}, {band[1]:g}]",
-            "claim5_rise": f"{_default(verdicts.claim_5, 'rise_level'):.1%}",
-            "plateau_tol": f"{_default(plateau, 'rel_tol'):.0%}",
+            "claim5_rise": f"{default(verdicts.claim_5, 'rise_level'):.1%}",
+            "plateau_tol": f"{default(plateau, 'rel_tol'):.0%}",
             "context_floor": f"{CONTEXT_TOP5:g}"}
 
 
@@ -91,7 +87,7 @@ def crossover_finding(cross: pd.DataFrame, sens: pd.DataFrame, rises: Mapping[tu
     def estimates(rows: pd.DataFrame, m: str) -> list[Estimate]:
         return [Estimate(r.tau_star, r.lo, r.hi, pairs) for r in rows[rows.model == m].itertuples()]
 
-    (band_lo, band_hi), rise_level = _default(verdicts.claim_5, "band"), _default(verdicts.claim_5, "rise_level")
+    (band_lo, band_hi), rise_level = default(verdicts.claim_5, "band"), default(verdicts.claim_5, "rise_level")
     meets = {m: bool(((at_big.model == m) & (at_big.lo <= band_hi) & (at_big.hi >= band_lo)).any()) for m in ctx}
     rising = {m: rises[(source, m, big)] >= rise_level for m in ctx}
     second = sorted(budget_factors)[-2] if len(budget_factors) > 1 else None

@@ -4,7 +4,6 @@ chapter's tables and the recorded ladder (``scripts/record_size_ladder.py`` rows
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -13,6 +12,7 @@ import pandas as pd
 
 from ...core.stats import Estimate
 from .. import verdicts
+from . import default
 
 __all__ = ["BACKBONES", "rule_texts", "family_texts", "ladder_texts", "summary_texts"]
 
@@ -20,9 +20,6 @@ BACKBONES = {"minilm": "all-MiniLM-L6-v2", "mpnet": "all-mpnet-base-v2"}
 """The frozen encoders the size ladder cuts, by the ``encoder`` field of its rows."""
 SHORT = {"minilm": "MiniLM", "mpnet": "MPNet"}
 
-
-def _default(fn: Any, name: str) -> Any:
-    return inspect.signature(fn).parameters[name].default
 
 
 def _m(params: float) -> str:
@@ -43,9 +40,9 @@ def rule_texts() -> dict[str, str]:
     """The thresholds the page states, from the rules' defaults: claim 1's factor around the paper's
     range (``c1_factor``), claim 3's floor (``c3_floor``) and the span one backbone must cover
     (``c3_span``)."""
-    return {"c1_factor": f"{_default(verdicts.claim_1, 'factor'):g}x",
-            "c3_floor": f"{_default(verdicts.claim_3, 'floor'):g}",
-            "c3_span": f"{_default(verdicts.claim_3, 'min_span'):g}x"}
+    return {"c1_factor": f"{default(verdicts.claim_1, 'factor'):g}x",
+            "c3_floor": f"{default(verdicts.claim_3, 'floor'):g}",
+            "c3_span": f"{default(verdicts.claim_3, 'min_span'):g}x"}
 
 
 def family_texts(sizes: Mapping[str, float], depths: Mapping[str, int], family: Sequence[str]) -> dict[str, str]:
