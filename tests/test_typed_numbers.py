@@ -24,7 +24,7 @@ PINNED = {
     "book/06_dabi_cci.ipynb": 0,
     "book/07_escapes.ipynb": 0,
     "book/appendix_models.ipynb": 92,
-    "book/appendix_performance.ipynb": 24,
+    "book/appendix_performance.ipynb": 0,
     "book/appendix_scale.ipynb": 0,
     "book/appendix_rules.md": 0,
     "book/glossary.md": 0,
