@@ -214,6 +214,11 @@ class RerunDirective(RulesDirective):
         nb = ROOT / f"{env.docname}.ipynb"
         stem = nb.stem
         took = _minutes(sweep.recorded_run_time(nb))
+        from tokendyn.publish import results
+
+        threads = sorted({r["provenance"].get("threads") for r in results.notebook_records(nb)} - {None})
+        ran_on = (" or ".join(f"{t} CPU thread{'s' if t != 1 else ''}" for t in threads) if threads
+                  else "threads not recorded")
         text = "\n".join([
             "```{admonition} Rerun at scale",
             ":class: tip",
@@ -221,7 +226,7 @@ class RerunDirective(RulesDirective):
             "",
             "    " + sweep.rerun_command(nb).replace(" -y ", " \\\n        -y "),
             "",
-            f"The CPU defaults behind this page took **{took}** on 2 shared CPU cores (the committed run, a "
+            f"The CPU defaults behind this page took **{took}** on {ran_on}, as its record says (the committed run, a "
             "rough cost; "
             "every chapter's time is in the [scale appendix](appendix_scale.ipynb)). The GPU-scale run "
             "has not been timed: no GPU was available to the runs behind this book. This page's results "
