@@ -214,11 +214,7 @@ class RerunDirective(RulesDirective):
         nb = ROOT / f"{env.docname}.ipynb"
         stem = nb.stem
         took = _minutes(sweep.recorded_run_time(nb))
-        from tokendyn.publish import results
-
-        threads = sorted({r["provenance"].get("threads") for r in results.notebook_records(nb)} - {None})
-        ran_on = (" or ".join(f"{t} CPU thread{'s' if t != 1 else ''}" for t in threads) if threads
-                  else "threads not recorded")
+        ran_on = _ran_on(nb)
         text = "\n".join([
             "```{admonition} Rerun at scale",
             ":class: tip",
@@ -240,14 +236,24 @@ class RerunDirective(RulesDirective):
         return [out]
 
 
+def _ran_on(nb):
+    """The threads the committed run of notebook ``nb`` used, from its results records."""
+    from tokendyn.publish import results
+
+    threads = sorted({r["provenance"].get("threads") for r in results.notebook_records(nb)} - {None})
+    return " or ".join(f"{t} CPU thread{'s' if t != 1 else ''}" for t in threads) if threads else "threads not recorded"
+
+
 def runtime_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     """``{tokendyn-runtime}`page``` -> how long this page's committed run of the CPU defaults took
-    (``tokendyn.publish.sweep.recorded_run_time``), so a header's run time is the measured one."""
+    (``tokendyn.publish.sweep.recorded_run_time``) and on how many threads (its records), so a
+    header's run time is the measured one."""
     _lib()
     from tokendyn.publish import sweep
 
     env = inliner.document.settings.env
-    return [nodes.Text(_minutes(sweep.recorded_run_time(ROOT / f"{env.docname}.ipynb")))], []
+    nb = ROOT / f"{env.docname}.ipynb"
+    return [nodes.Text(f"{_minutes(sweep.recorded_run_time(nb))} on {_ran_on(nb)}")], []
 
 
 class RuntimesDirective(RulesDirective):
