@@ -16,6 +16,7 @@ import pandas as pd
 from ...core.paths import data_dir
 from ...core.stats import Estimate
 from ...latent import interfaces
+from ...latent.contextual import SHIPPED_FLOW
 from .. import claims, verdicts
 from . import default
 from ..book import sig
@@ -27,8 +28,8 @@ __all__ = ["INTERVENTIONS", "Claim14", "recorded_ode_sde", "claim14_inputs", "fi
 INTERVENTIONS = ("label smoothing", "hinge", "2-layer MLP")
 """The readout interventions claim 15 judges, against the retrained-CE control."""
 
-SHIPPED = "shipped (3,000 steps)"
-"""The shipped contextual flow's name in the recorded runs."""
+SHIPPED = SHIPPED_FLOW
+"""The shipped contextual flow's name in the recorded runs (defined once, in :mod:`tokendyn.latent.contextual`)."""
 
 
 def recorded_ode_sde(rel: str | None, ladder_rel: str | None) -> tuple[dict | None, dict | None, list[str]]:
