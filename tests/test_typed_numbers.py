@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tokendyn.publish.typed_numbers import DEFINITIONS, PAPER_NUMBERS, page_markdown, typed_numbers
+import json
+
+from tokendyn.publish.typed_numbers import DEFINITIONS, PAPER_NUMBERS, page_markdown, typed_numbers, unglued_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,3 +68,21 @@ def test_every_page_is_pinned():
     pages = {p.relative_to(ROOT).as_posix() for p in (ROOT / "book").glob("*.ipynb")} | {
         p.relative_to(ROOT).as_posix() for p in (ROOT / "book").glob("*.md")}
     assert pages == set(PINNED)
+
+
+def _glued(key):
+    return {"output_type": "display_data", "data": {"application/papermill.record/text/plain": "'1'"},
+            "metadata": {"scrapbook": {"mime_prefix": "application/papermill.record/", "name": key}}}
+
+
+def test_unglued_keys_finds_a_key_no_output_glues(tmp_path):
+    nb = {"cells": [{"cell_type": "markdown", "source": ["{glue:text}`a` and {glue:text}`b:.2f` and {glue:md}`c`"]},
+                    {"cell_type": "code", "source": ["glue('a', 1)"], "outputs": [_glued("a"), _glued("c")]}]}
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(nb))
+    assert unglued_keys(path) == ["b"]
+
+
+@pytest.mark.parametrize("page", sorted(p for p in PINNED if p.endswith(".ipynb")))
+def test_every_glued_key_a_page_uses_is_glued_by_its_committed_outputs(page):
+    assert unglued_keys(ROOT / page) == [], f"{page}: these keys render as nothing"

@@ -88,3 +88,17 @@ def page_markdown(path: str | Path) -> str:
         return path.read_text(encoding="utf-8")
     nb = json.loads(path.read_text(encoding="utf-8"))
     return "\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+_GLUE_ROLE = re.compile(r"\{glue(?::[a-z]+)?\}`([^`<]+?)(?:\s*<[^`]*>)?`")
+
+
+def unglued_keys(path: str | Path) -> list[str]:
+    """The ``{glue:...}`` keys a notebook's markdown uses that none of its committed outputs glues
+    (myst-nb would render nothing there), sorted. A glued output carries its key in the output's
+    ``metadata.scrapbook.name``; ``{glue:text}`key:.2f``` uses ``key``."""
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    used = {k.split(":")[0].strip() for c in nb["cells"] if c["cell_type"] == "markdown" for k in _GLUE_ROLE.findall("".join(c["source"]))}
+    glued = {o.get("metadata", {}).get("scrapbook", {}).get("name") for c in nb["cells"] if c["cell_type"] == "code"
+             for o in c.get("outputs", [])}
+    return sorted(used - glued)
