@@ -32,7 +32,7 @@ PINNED = {
     "book/glossary.md": 0,
     "book/intro.md": 0,
     "book/references.md": 0,
-    "book/scoreboard.md": 4,
+    "book/scoreboard.md": 0,
 }
 
 
