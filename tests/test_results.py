@@ -164,3 +164,14 @@ def test_the_record_mime_type_is_a_stored_format_not_a_module_path():
     # every committed chapter stores its record under this type; renaming it (as a module move once
     # did by accident) orphans them from readers outside this checkout
     assert results.MIME == "application/vnd.tokendyn.results+json"
+
+
+def test_read_notebook_is_parsed_once_and_again_after_an_edit(tmp_path):
+    from tokendyn.publish import results
+
+    nb = tmp_path / "nb.ipynb"
+    nb.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": ["a"]}]}))
+    first = results.read_notebook(nb)
+    assert results.read_notebook(nb) is first  # the same parse
+    nb.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": ["a longer text"]}]}))
+    assert results.read_notebook(nb)["cells"][0]["source"] == ["a longer text"]  # an edited file is read again

@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import os
 import re
 from pathlib import Path
@@ -261,7 +260,7 @@ class RuntimesDirective(RulesDirective):
 
     def run(self):
         _lib()
-        from tokendyn.publish import sweep
+        from tokendyn.publish import results, sweep
 
         book = ROOT / "book"
         files = sorted(book.glob("[0-9][0-9]_*.ipynb")) + sorted(book.glob("appendix_*.ipynb"))
@@ -270,7 +269,7 @@ class RuntimesDirective(RulesDirective):
         for f in files:
             t = sweep.recorded_run_time(f)
             total += t or 0.0
-            cells = sum(1 for c in json.loads(f.read_text())["cells"] if c.get("metadata", {}).get("execution"))
+            cells = sum(1 for c in results.read_notebook(f)["cells"] if c.get("metadata", {}).get("execution"))
             rows.append(f"| [{f.stem}]({f.name}) | {_minutes(t)} | {cells} |")
         rows.append(f"| **all** | **{_minutes(total)}** | |")
         out = nodes.container()

@@ -9,6 +9,7 @@ the chapter's findings on the papers' claims (:mod:`tokendyn.publish.claims`), w
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -122,9 +123,24 @@ def _show_in_notebook(record: dict[str, Any]) -> None:
         display({MIME: record}, raw=True)
 
 
+@functools.lru_cache(maxsize=32)
+def _parsed(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def read_notebook(notebook: str | Path) -> dict[str, Any]:
+    """``notebook`` parsed, once per version of the file: a book build asks each notebook for its
+    records, run time and threads from several directives, and a chapter's JSON is megabytes. The
+    cache key is the path with its size and modification time, so an edited file is read again.
+    Callers must not mutate the returned dict."""
+    path = Path(notebook).resolve()
+    st = path.stat()
+    return _parsed(path, st.st_mtime_ns, st.st_size)
+
+
 def notebook_records(notebook: str | Path) -> list[dict[str, Any]]:
     """Every results record that :func:`save` stored in ``notebook``'s outputs, in order."""
-    nb = json.loads(Path(notebook).read_text())
+    nb = read_notebook(notebook)
     found = []
     for cell in nb.get("cells", []):
         for o in cell.get("outputs", []):

@@ -645,7 +645,9 @@ def recorded_run_time(notebook: str | Path) -> float | None:
     notebook carries no stamps."""
     from datetime import datetime
 
-    nb = json.loads(Path(notebook).read_text())
+    from .results import read_notebook
+
+    nb = read_notebook(notebook)
     stamps = [c.get("metadata", {}).get("execution", {}) for c in nb.get("cells", [])]
     starts = [s.get("iopub.execute_input") or s.get("iopub.status.busy") for s in stamps]
     ends = [s.get("shell.execute_reply") or s.get("iopub.status.idle") for s in stamps]
