@@ -116,3 +116,14 @@ def test_shipped_decoders_rejects_unknown_names():
     with pytest.raises(ValueError, match="not shipped"):
         decoders.shipped_decoders({}, n_tokens=64, n_digits=2, n_faces=2, terminal_k=2, seed=0, passages=[],
                                   names=["nope"])
+
+
+def test_vocab_is_the_width_of_the_logits_and_none_without_them():
+    import torch
+    from tokendyn.latent.decoders import DecoderUnderTest
+
+    z = torch.zeros(3, 4)
+    head = torch.nn.Linear(4, 7)
+    common = dict(name="t", kind="text", z=z, loss=lambda x: x.sum(-1), directions={"d": z}, labels={"d": "d"})
+    assert DecoderUnderTest(**common, logits=head).vocab == 7
+    assert DecoderUnderTest(**common).vocab is None

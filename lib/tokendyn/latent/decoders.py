@@ -74,6 +74,12 @@ class DecoderUnderTest:
         return next(iter(self.labels.values()))
 
     @property
+    def vocab(self) -> int | None:
+        """The width of the logits (the classes a readout chooses among); ``None`` for a decoder
+        that is not a classifier."""
+        return None if self.logits is None else int(self.logits(self.z[:1]).shape[-1])
+
+    @property
     def rms(self) -> float:
         """RMS per coordinate of the clean latents: the scale against which a norm is small."""
         return float(self.z.double().pow(2).mean().sqrt())

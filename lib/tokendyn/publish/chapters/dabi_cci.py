@@ -42,8 +42,7 @@ def decoder_cards(duts: Mapping[str, decoders.DecoderUnderTest], names: Sequence
     the generator residual it is measured along (if any) and its sharpest direction."""
     rows = []
     for n in names:
-        d = duts[n]
-        vocab = int(d.logits(d.z[:1]).shape[-1]) if d.logits is not None else None
+        d, vocab = duts[n], duts[n].vocab
         rows.append({"decoder": n, "latents": f"{d.z.shape[-1]}-d", "vocabulary": "-" if vocab is None else f"{vocab:,}",
                      "residual": "flow's terminal step" if "residual" in d.directions else "(no generator)",
                      "sharpest": d.labels["sharpest"]})
@@ -57,7 +56,7 @@ def model_texts(duts: Mapping[str, decoders.DecoderUnderTest], at_ref: pd.DataFr
     vocabularies (``big_vocabs``), each decoder's latent RMS per coordinate at the reference norm
     (``latent_rms``, from ``at_ref``), the images' shapes (``image_shapes``, name -> words) and the
     power-iteration steps behind an image decoder's sharpest direction (``power_steps``)."""
-    vocab = {n: int(d.logits(d.z[:1]).shape[-1]) for n, d in duts.items() if d.logits is not None}
+    vocab = {n: d.vocab for n, d in duts.items() if d.vocab is not None}
     big = sorted(vocab.values())[-2:]
     rms = at_ref.groupby(level="decoder", sort=False)["rms"].first()
     return {"word_d": f"{duts['16-d word readout'].z.shape[-1]}-d", "word_vocab": f"{vocab['16-d word readout']:,}",
@@ -67,13 +66,18 @@ def model_texts(duts: Mapping[str, decoders.DecoderUnderTest], at_ref: pd.DataFr
             "power_steps": f"{default(decoders.shipped_decoders, 'n_iter')}"}
 
 
+def _cpu_seconds(df: pd.DataFrame) -> float:
+    # every row of a decoder carries that decoder's whole CPU time: count it once per decoder
+    return float(df.groupby("decoder")["cpu_seconds"].first().sum())
+
+
 def recorded_texts(meta: Mapping[str, Any] | None, df: pd.DataFrame | None) -> dict[str, str]:
     """The page's words on the recorded DABI run (``meta`` and rows from :func:`recorded_curves`;
     ``None``: not read): what it measured (``rec_words``) and its CPU time (``rec_cpu``)."""
     if meta is None or df is None:
         return dict.fromkeys(("rec_words", "rec_cpu"), "not read (this run is used instead)")
     p = meta["provenance"]["params"]
-    cpu, threads = sum(df.groupby("decoder")["cpu_seconds"].first()), meta["provenance"]["threads"]
+    cpu, threads = _cpu_seconds(df), meta["provenance"]["threads"]
     return {"rec_words": f"{p['tokens']:,} token latents per text decoder, {p['digits']} digits and {p['faces']} faces",
             "rec_cpu": f"{cpu / 60:.0f} CPU minutes on {threads} thread{'s' if threads != 1 else ''}"}
 
@@ -92,7 +96,7 @@ def recorded_curves(rel: str | None, reference_norm: float) -> tuple[pd.DataFram
         return None, None, [f"recorded run: reference s = {rp['params']['reference']:g}, not this run's {reference_norm:g}; "
                             "the figure and claim 12 use this run"]
     df = pd.DataFrame(rows)
-    cpu = sum(df.groupby("decoder")["cpu_seconds"].first())
+    cpu = _cpu_seconds(df)
     lines = [f"recorded: {rp['params']['tokens']:,} token latents per text decoder, {rp['params']['digits']} digits, "
              f"{rp['params']['faces']} faces, {rp['params']['n_iso']} isotropic directions per latent (both signs), "
              f"reference s = {rp['params']['reference']:g} fixed before measuring; commit {rp['git_commit'][:10]} "
