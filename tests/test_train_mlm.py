@@ -49,6 +49,24 @@ def test_mask_batch_follows_the_bert_rule_and_is_seeded():
     assert 0.7 < masked < 0.9  # ~80% of targets are shown as the mask token
 
 
+def test_mask_batch_applies_bert_shares_to_the_sites_it_picks():
+    from tokendyn.training.masking import BERT_SHARES
+
+    ids = torch.randint(5, 100, (400, 64), generator=torch.Generator().manual_seed(0))
+    special = torch.zeros(100, dtype=torch.bool)
+    special[:5] = True
+    inp, _, _ = mask_batch(ids, _Tok(), special, 1.0, torch.Generator().manual_seed(2))  # every site picked
+    n = ids.numel()
+    shares = ((inp == 3).float().mean().item(), ((inp != 3) & (inp != ids)).float().mean().item(),
+              (inp == ids).float().mean().item())
+    # a random draw is dropped when it lands on a special id (5 of 100) and is invisible when it lands
+    # on the site's own id (1 of 100): 94 of 100 random draws show
+    to_mask, to_random, keep = BERT_SHARES
+    want = (to_mask, to_random * 0.94, keep + to_random * 0.06)
+    for got, w in zip(shares, want):  # within 4 binomial s.e.
+        assert abs(got - w) < 4 * (w * (1 - w) / n) ** 0.5, (shares, want)
+
+
 def test_lr_schedule_warmup_stable_decay():
     f = lambda s: lr_at(s, 1e-3, steps=100, warmup=10, decay=20)  # noqa: E731
     assert f(0) == pytest.approx(1e-4) and f(9) == pytest.approx(1e-3)

@@ -25,7 +25,7 @@ PINNED = {
     "book/05_tube_law.ipynb": 108,
     "book/06_dabi_cci.ipynb": 0,
     "book/07_escapes.ipynb": 0,
-    "book/appendix_models.ipynb": 91,
+    "book/appendix_models.ipynb": 0,
     "book/appendix_performance.ipynb": 0,
     "book/appendix_scale.ipynb": 0,
     "book/appendix_rules.md": 0,

@@ -13,6 +13,11 @@ import torch
 from ..evaluation import head_logits
 
 
+BERT_SHARES: tuple[float, float, float] = (0.8, 0.1, 0.1)
+"""What BERT masking does to a picked site: ``(to the mask token, to a random token, left unchanged)``
+(Devlin et al. 2019); :func:`mask_batch` applies them and the models appendix states them."""
+
+
 def special_token_mask(tok: Any) -> torch.Tensor:
     """``(V,)`` bool: True at the tokenizer's special ids ([CLS], [SEP], [PAD], [MASK], [UNK], ...)."""
     special = torch.zeros(len(tok), dtype=torch.bool)
@@ -23,7 +28,7 @@ def special_token_mask(tok: Any) -> torch.Tensor:
 def mask_batch(ids: torch.Tensor, tok: Any, special: torch.Tensor, rate: float,
                g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """BERT masking of ``ids (B, L)``: pick ``rate`` of real tokens (at least one per row);
-    of those 80% -> mask token, 10% -> random token, 10% unchanged.
+    of those :data:`BERT_SHARES` (80%) -> mask token, 10% -> random token, 10% unchanged.
 
     Returns ``(inputs (B, L), positions (M, 2), targets (M,))``.
     """
@@ -36,8 +41,9 @@ def mask_batch(ids: torch.Tensor, tok: Any, special: torch.Tensor, rate: float,
     action = torch.rand(ids.shape, generator=g)
     rnd = torch.randint(len(tok), ids.shape, generator=g)
     inputs = ids.clone()
-    inputs[pick & (action < 0.8)] = tok.mask_token_id
-    swap = pick & (action >= 0.8) & (action < 0.9) & ~special[rnd]
+    to_mask, to_random, _ = BERT_SHARES
+    inputs[pick & (action < to_mask)] = tok.mask_token_id
+    swap = pick & (action >= to_mask) & (action < to_mask + to_random) & ~special[rnd]
     inputs[swap] = rnd[swap]
     pos = pick.nonzero()
     return inputs, pos, ids[pick]
