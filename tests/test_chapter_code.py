@@ -69,7 +69,7 @@ MAX_CELL_LINES = 25
 LONG_CELLS = {
     "00_getting_started": 0, "01_glauber_theory": 0, "02_rectangle_test": 3, "03_phase_transition": 0,
     "04_basins": 5, "05_tube_law": 6, "06_dabi_cci": 0, "07_escapes": 1, "appendix_models": 0,
-    "appendix_performance": 6, "appendix_scale": 0,
+    "appendix_performance": 0, "appendix_scale": 0,
 }
 
 
