@@ -69,3 +69,17 @@ def test_ladder_metrics_keep_every_generator_and_k():
     out = escapes.ladder_metrics(rec)
     assert list(out) == [escapes.SHIPPED] and out[escapes.SHIPPED][4]["matched_ode_over_sde"] == [1.45, 1.35, 1.57]
     assert escapes.ladder_metrics(None) is None
+
+
+def test_record_interventions_writes_the_table_and_the_command_that_remakes_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENDYN_DATA", str(tmp_path))
+    monkeypatch.setenv("TOKENDYN_RECORD_DIRTY", "1")  # a scratch record: the checkout may have edits
+    table = pd.DataFrame({"readout": ["shipped (CE)", "hinge"], "flip": [0.11, 0.10], "predicted": [0.11, float("nan")]}
+                         ).set_index("readout")
+    path = escapes.record_interventions("runs/iv.json", table, {"seed": 3, "retrain_steps": 1200})
+    rows, meta = results.load_rows(path)
+    assert path == tmp_path / "runs" / "iv.json" and meta["kind"] == "readout_interventions"
+    assert [r["readout"] for r in rows] == ["shipped (CE)", "hinge"] and rows[0]["flip"] == 0.11
+    assert meta["command"] == ("papermill book/07_escapes.ipynb out.ipynb --cwd book -p seed 3 -p retrain_steps 1200 "
+                               "-p record_to runs/iv.json")
+    assert meta["provenance"]["params"]["retrain_steps"] == 1200 and meta["provenance"]["seed"] == 3

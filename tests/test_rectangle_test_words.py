@@ -4,6 +4,7 @@ number is the ladder's or the rule's, and a rung inside the paper's range is nam
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from tokendyn.core.stats import Estimate
 from tokendyn.publish.chapters import rectangle_test as words
@@ -38,3 +39,111 @@ def test_summary_names_what_lies_inside_the_range():
     assert w["slope_within"] == "+0.50 [+0.42, +0.59]" and w["pppl_vs_default"] == "0.78 [0.69, 0.86]"
     assert w["live_sizes"] == "4-23M" and w["gap_fall"] == "8- to 8-fold" and w["gap_max"] == "12"
     assert words.rule_texts() == {"c1_factor": "2x", "c3_floor": "0.32", "c3_span": "7x"}
+
+
+# --- the ladder's reading, table, metrics and claim rows, on a constructed record --------------------------
+
+def _ladder():
+    """Two backbones, two rungs each (e^0..e^3 M parameters, one delta per rung: MiniLM 0.5, 0.7, MPNet
+    0.72, 1.1); the first rung below the 0.25 probe bar; a base-size model and the default beside them."""
+    import math
+
+    from tokendyn.analysis import size
+
+    def probe(hits):
+        return [{"text": f"s{i} the [MASK] word", "answers": ["a"], "top": ["z", "a" if i < hits else "b"]} for i in range(20)]
+
+    def row(model, enc, k, delta, hits, rung=True):
+        return {"model": model, "encoder": enc, "layers": k + 1, "params": round(1e6 * math.e ** (k + 2)),
+                "params_nonembedding": round(1e5 * 2 ** k), "delta": [delta] * 4, "normalized": [0.6] * 4,
+                "probe_items": probe(hits), "rung": rung, "copy_rate": 0.125, "pseudo_perplexity": 42.25,
+                "passage_nll": [10.0, 20.0], "passage_tokens": [10, 10], "git_commit": "abc1234567890"}
+    rows = [row("ladder-minilm-l1", "minilm", 0, 0.5, 2), row("ladder-minilm-l2", "minilm", 1, 0.7, 6),
+            row("minilm-mlm", "minilm", 1, 0.4, 8, rung=False), row("ladder-mpnet-l3", "mpnet", 2, 0.72, 8),
+            row("ladder-mpnet-l4", "mpnet", 3, 1.1, 12), row("mpnet-base-mlm", "mpnet", 3, 1.05, 14, rung=False)]
+    meta = {"command": "record it", "provenance": {"params": {"n_rect": 4, "n_tokens": 16}, "git_commit": "abc1234567890"}}
+    return size.read_ladder(rows, base="mpnet-base-mlm", bar=0.25, seed=0), meta
+
+
+def test_ladder_lines_table_and_frame_are_the_reading():
+    lad, meta = _ladder()
+    lines = words.ladder_lines(lad, meta)
+    assert lines[0] == "recorded: 4 rectangles a rung, n = 16 (commit abc1234567); made by: record it"
+    assert lines[1].startswith("rows computed at commit abc1234567 (6 rows) (a row is kept")
+    assert lines[2] == ("ladder-minilm-l1 (minilm, 1 layer, 7.4M, 0.1M non-embedding): probe top-5 0.10 [0.03, 0.30] "
+                        "(below the bar); raw delta 0.500 [0.500, 0.500], normalized 0.600 [0.600, 0.600]")
+    assert lines[6].startswith("rungs: 4 (2 MPNet, 2 MiniLM), of which 3 reach the probe bar, spanning 20.1x in parameters "
+                               "and 8.0x in non-embedding parameters (MPNet alone 2.7x)")
+    assert lines[7].startswith("the 3 rungs at or above the bar span 7.4x; their raw-delta slope, pooled +0.200")
+    assert lines[8].startswith("raw delta: slope per e-fold of parameters, pooled ") and "MPNet alone +0.380" in lines[8]
+    assert lines[10].startswith("mpnet-base-mlm (base-size model, head and layer 12 trained; not a rung): probe top-5 0.70")
+    assert "copy rate 0.125, pseudo-perplexity 42.2" in lines[10] and len(lines) == 13
+    assert lines[11].startswith("mpnet-base-mlm vs minilm-mlm on the 20 probe sentences both cover: top-5 +0.300")
+    assert lines[12].startswith("mpnet-base-mlm vs ladder-mpnet-l4 (same encoder, head only) on 20 probe sentences: top-5 +0.100")
+    df, caption = words.ladder_table(lad, meta)
+    assert list(df["model"]) == [r["model"] for r in lad.rungs] + ["mpnet-base-mlm", "minilm-mlm"]
+    ref = df.iloc[-1]
+    assert ref["raw δ [95% CI]"] == "–" and ref["probe top-5 [95% CI]"].endswith("]")  # no "(below the bar)" off the ladder
+    assert df.iloc[0]["probe top-5 [95% CI]"].endswith("(below the bar)") and df.iloc[0]["parameters (M)"] == "7.4"
+    assert caption.startswith("The size ladder (recorded, 4 rectangles a rung") and "over the 4 rungs" in caption
+    frame = words.ladder_frame(lad)
+    assert len(frame) == 8 and set(frame["statistic"]) == {"raw delta", "normalized delta"}
+    assert frame.iloc[3][["model", "value"]].tolist() == ["ladder-mpnet-l4", 1.1]
+
+
+def test_claim_rows_and_metrics_read_the_ladder_and_the_controls():
+    import numpy as np
+    import torch
+
+    lad, meta = _ladder()
+    boot = {("small", "model"): Estimate(0.3, 0.2, 0.4, 256), ("small", "uniform"): Estimate(0.9, 0.8, 1.0, 256)}
+    cmp = words.claim1_points(boot, ["small"], lad)
+    assert list(cmp) == ["small", "ladder-minilm-l2 (recorded)", "ladder-mpnet-l3 (recorded)", "ladder-mpnet-l4 (recorded)",
+                         "mpnet-base-mlm (recorded)"]
+    rows = words.findings(judged=cmp, normalized={"small": Estimate(0.6, 0.55, 0.65, 256)}, lad=lad, meta=meta,
+                          paper_range=(0.64, 0.80), delta_ar=torch.tensor([1e-12, 3e-12]),
+                          delta_compatible=torch.tensor([0.0, 1e-15]), norm_compatible=torch.tensor([float("nan"), 0.01]),
+                          n_rect=256, n_tokens=16, ar_name="ar", n_ar=2)
+    assert [f.claim for f in rows][:3] == [1, 2, 3] and len(rows) == 5
+    assert rows[0].ours.startswith("small: 0.30 [0.20, 0.40]; ladder-minilm-l2 (recorded): 0.70") and rows[0].verdict == "not reproduced"
+    assert rows[1].ours == "max < 1e-9" and rows[1].verdict == "holds by construction"
+    assert rows[2].ours.startswith("ladder-minilm-l1 (7M): 0.50 [0.50, 0.50]; ladder-minilm-l2 (20M): 0.70")
+    assert "size ladder: 4 rungs" in rows[2].basis and "8.0x in non-embedding parameters" in rows[2].basis
+    # the level is ten times the toy's largest defined normalized delta (0.01; its NaN left out), plus 1e-6
+    assert rows[3].verdict == "reproduced" and rows[3].reason == "intervals reaching 0.100001: none"
+    assert rows[4].ours == "< 1e-12"
+    m = words.ladder_metrics(lad, recorded="runs/x.json", command="record it")
+    assert m["size_slope"]["mpnet_alone"]["span"] == pytest.approx(np.e) and m["size_slope"]["recorded"] == "runs/x.json"
+    assert list(m["size_ladder"]) == [r["model"] for r in lad.rungs] + ["mpnet-base-mlm"]
+    assert m["size_ladder"]["ladder-minilm-l1"]["reads_context"] is False and m["mpnet_vs_default"]["probe_sentences"] == 20
+    c = words.control_metrics(torch.tensor([0.0, 2e-15]), torch.tensor([1e-12]), torch.tensor([2.0, 2.8]),
+                              torch.tensor([0.2, 0.4]), skew=0.3, coupling=1.0, zero_level=1e-6)
+    assert c["incompatible_toy_mean"] == pytest.approx(2.4) and c["incompatible_toy_known"] == pytest.approx(2.4)
+    assert c["incompatible_toy_normalized_mean"] == pytest.approx(0.3) and c["compatible_toy_max"] == pytest.approx(2e-15)
+    gap = pd.DataFrame({"model": ["m"] * 2, "gap": [1, 12], "mean delta": [2.0, 0.25], "lo": [1.5, 0.2], "hi": [2.5, 0.3]})
+    w = words.summary_words(lad, judged=cmp, paper_range=(0.64, 0.80), sizes={"small": 4.4}, gap_df=gap, rows=rows)
+    assert w["c1_verdict"] == "not reproduced" and w["c3_verdict"] == rows[2].verdict and w["top_rung"] == "1.10 at 148M"
+    assert w["inside_range"] == "ladder-minilm-l2, ladder-mpnet-l3" and w["copy_vs_top"] == "+0.00 [+0.00, +0.00]"
+
+
+def test_live_metrics_key_every_model_and_protocol():
+    e = Estimate(0.5, 0.4, 0.6, 256)
+    summary = pd.DataFrame({"model": ["a", "a"], "protocol": ["model", "uniform"], "mean": [0.5, 0.9], "median": [0.4, 0.8],
+                            "q25": [0.2, 0.5], "q75": [0.7, 1.1]})
+    norm_summary = summary.assign(median=[0.55, 0.65])
+    undefined = pd.Series([3, 0], index=pd.MultiIndex.from_tuples([("a", "model"), ("a", "uniform")]))
+    boot = {("a", "model"): e, ("a", "uniform"): Estimate(0.9, 0.8, 1.0, 256)}
+    ap = pd.DataFrame({"model": ["a", "a", "a"], "residual RMS": [0.1, 0.3, 0.2], "max delta on the grid": [1.0, 3.0, 2.0]})
+    m = words.live_metrics(probe={"a": 0.4, "b": None}, context=["a"], summary=summary, boot=boot, norm_summary=norm_summary,
+                           norm_boot=boot, undefined=undefined, family=["a"], depths={"a": 2}, layers={"a": 2},
+                           sizes={"a": 15.6}, gap_df=pd.DataFrame({"model": ["a"], "gap": [1], "mean delta": [0.7],
+                                                                  "lo": [0.6], "hi": [0.8]}),
+                           tau_slopes={("a", "drawn at tau"): Estimate(-0.8, -0.9, -0.7, 64)}, ap_df=ap,
+                           ap_vs_single={"a": (0.7, 0.68)})
+    assert m["context_use"] == {"a": {"probe_top5": 0.4, "uses_context": True}, "b": {"probe_top5": None, "uses_context": False}}
+    assert m["delta"]["a|uniform"] == {"mean": 0.9, "median": 0.8, "q25": 0.5, "q75": 1.1}
+    assert m["normalized_delta"]["a|model"]["median"] == 0.55 and m["normalized_delta"]["a|model"]["n_undefined"] == 3
+    assert m["family"]["a"]["n_params"] == 15_600_000 and m["family"]["a"]["raw"] == {"mean": 0.5, "lo": 0.4, "hi": 0.6}
+    assert m["delta_by_gap_ci"] == {"a|1": {"mean": 0.7, "lo": 0.6, "hi": 0.8}} and m["tau_slope"] == {"a|drawn at tau": -0.8}
+    assert m["arnold_press"]["a"] == {"median_rms": 0.2, "median_max_delta": 2.0, "rms_delta_minors": 0.7, "rms_delta_single": 0.68}
+    assert m["delta_ci"]["a|model"] == e.__dict__

@@ -6,11 +6,13 @@ held-out passages). These functions turn them into the numbers chapters 2 and 4 
 statistic with a bootstrap interval, the slope of a statistic on ln(parameters) with its interval
 (:func:`tokendyn.core.stats.size_slope`), and paired comparisons of two models on the same probe items
 and passages; and chapter 3's comparison of two sizes' crossover (:func:`crossover_by_size`).
+:func:`read_ladder` reads a whole ladder record with a base-size model beside it (chapter 2).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -124,3 +126,96 @@ def crossover_by_size(draws: Mapping[str, Mapping[int, Crossover]], params: Mapp
         rows += [{"model": m, "params": params[m], "n": n, "tau_star": c.tau_star, "lo": c.lo, "hi": c.hi}
                  for m, c in ((small, cs[n]), (large, cl[n]))]
     return rows, higher, lower
+
+
+DELTA_KEYS = {"raw delta": "delta", "normalized delta": "normalized"}
+"""Chapter 2's statistics on its ladder: name -> the per-rectangle sample key of each row."""
+
+
+@dataclass(frozen=True)
+class LadderReading:
+    """A ladder record read as a whole (:func:`read_ladder`). Every mapping keyed by statistic has
+    the keys of the ``keys`` it was read with.
+
+    ``rows``: every recorded row; ``rungs``: the rows marked ``rung`` (both backbones, every depth,
+    those below the probe bar kept); ``base``: the base-size model beside the ladder (in no slope);
+    ``reference``: the other non-rung row (the book's default); ``top``: the largest rung;
+    ``alone``: the rungs of one backbone. ``est``: statistic -> model -> mean with its 95% bootstrap
+    interval (rungs and ``base``); ``pooled``, ``within`` (one intercept per backbone) and
+    ``alone_slope``: statistic -> slope per e-fold of parameters; ``at_bar_pooled`` and
+    ``at_bar_within``: the same over the rungs at or above the probe bar. ``probe``: model -> cloze
+    top-5 (rungs, base, reference); ``reading``: the models at or above the bar; ``at_bar``: the
+    rungs among them. ``*_vs_reference`` / ``*_vs_top``: ``base`` minus the reference / top rung on
+    the probe sentences both cover (``n_probe_*`` of them), and ``pppl_vs_reference``: their
+    held-out pseudo-perplexity ratio."""
+
+    rows: list[Row]
+    rungs: list[Row]
+    base: Row
+    reference: Row
+    top: Row
+    alone: list[Row]
+    est: dict[str, dict[str, Estimate]]
+    pooled: dict[str, Estimate]
+    within: dict[str, Estimate]
+    alone_slope: dict[str, Estimate]
+    at_bar_pooled: dict[str, Estimate]
+    at_bar_within: dict[str, Estimate]
+    span: float
+    span_alone: float
+    span_nonembedding: float
+    probe: dict[str, Estimate]
+    reading: list[str]
+    at_bar: list[Row]
+    top5_vs_reference: Estimate
+    copy_vs_reference: Estimate
+    n_probe_reference: int
+    pppl_vs_reference: Estimate
+    top5_vs_top: Estimate
+    copy_vs_top: Estimate
+    n_probe_top: int
+
+    @property
+    def params(self) -> dict[str, int]:
+        """Rung -> parameter count, in the rungs' order."""
+        return {r["model"]: _params(r) for r in self.rungs}
+
+
+def read_ladder(rows: Sequence[Row], *, base: str, bar: float, alone: str = "mpnet",
+                keys: Mapping[str, str] = DELTA_KEYS, seed: int = 0) -> LadderReading:
+    """Read a recorded ladder (``rows``, as :func:`tokendyn.publish.results.load_ladder` returns
+    them: rungs marked ``rung``, plus the base-size model named ``base`` and one reference model):
+    each statistic of ``keys`` (name -> per-item sample key) per rung with its bootstrap interval,
+    its slopes on size pooled, within backbones and over the ``alone`` backbone, over every rung and
+    over the rungs whose cloze top-5 reaches ``bar``, and the paired comparisons of ``base`` with the
+    reference and with the top rung. Every bootstrap is seeded by ``seed``."""
+    rungs = [r for r in rows if r["rung"]]
+    by_name = {r["model"]: r for r in rows if not r["rung"]}
+    if base not in by_name:
+        raise ValueError(f"base: {base!r} is not a non-rung row of the ladder (non-rung rows: {sorted(by_name)})")
+    others = [r for m, r in by_name.items() if m != base]
+    if len(rungs) < 2 or not others:
+        raise ValueError(f"rows: a ladder needs at least 2 rungs and a reference row, got {len(rungs)} rungs "
+                         f"and non-rung rows {sorted(by_name)}")
+    base_row, ref_row = by_name[base], others[0]
+    top = max(rungs, key=_params)  # the first of the largest: the rung the ladder ends on
+    one = [r for r in rungs if r["encoder"] == alone]
+    probe = {r["model"]: probe_top5(r["probe_items"]) for r in rungs + [base_row, ref_row]}
+    reading = [m for m, e in probe.items() if e.value >= bar]
+    at_bar = [r for r in rungs if r["model"] in reading]
+    top5_ref, copy_ref, n_ref = paired_probe(base_row["probe_items"], ref_row["probe_items"], seed=seed)
+    top5_top, copy_top, n_top = paired_probe(base_row["probe_items"], top["probe_items"], seed=seed)
+    nonemb = [r["params_nonembedding"] for r in rungs]
+    return LadderReading(
+        rows=list(rows), rungs=rungs, base=base_row, reference=ref_row, top=top, alone=one,
+        est={s: rung_estimates(rungs + [base_row], k, seed=seed) for s, k in keys.items()},
+        pooled={s: slope(rungs, k, seed=seed) for s, k in keys.items()},
+        within={s: slope(rungs, k, seed=seed, within="encoder") for s, k in keys.items()},
+        alone_slope={s: slope(one, k, seed=seed) for s, k in keys.items()},
+        at_bar_pooled={s: slope(at_bar, k, seed=seed) for s, k in keys.items()},
+        at_bar_within={s: slope(at_bar, k, seed=seed, within="encoder") for s, k in keys.items()},
+        span=span(rungs), span_alone=span(one), span_nonembedding=max(nonemb) / min(nonemb),
+        probe=probe, reading=reading, at_bar=at_bar,
+        top5_vs_reference=top5_ref, copy_vs_reference=copy_ref, n_probe_reference=n_ref,
+        pppl_vs_reference=paired_pppl_ratio(base_row, ref_row, seed=seed),
+        top5_vs_top=top5_top, copy_vs_top=copy_top, n_probe_top=n_top)

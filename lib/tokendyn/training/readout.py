@@ -11,16 +11,26 @@ The paper retrains a sharp text readout three ways and finds none recovers flipp
 readout and takes ``steps`` AdamW steps on batches of frozen ``(latent, id)`` pairs, seeded.
 :func:`tokendyn.latent.decoders.argmax_decoder` turns any head into the decode function the
 tube-law measures take; :func:`tokendyn.latent.decoders.logit_gaps` reads how sharp a head is.
+:func:`measure_readouts` measures a set of heads the way chapter 7 compares them (terminal flips,
+DABI, margins, the judge's perplexity of one generator's samples decoded by each, the tube law's
+prediction).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
+import pandas as pd
 import torch
 from torch import nn
 
 from ..core.checks import check_choice, check_range
+from ..evaluation.generation import score_seeds
+from ..latent import tube
+from ..latent.decoders import argmax_decoder, classifier_head, linear_readout, logit_gaps
+from ..latent.flow import VelocityNet
 from .loop import train
 
 OBJECTIVES = ("ce", "smooth", "hinge")
@@ -88,3 +98,72 @@ def retrain(head: nn.Module, z: torch.Tensor, ids: torch.Tensor, loss_name: str,
 
     return train(head, step_loss, steps=steps, lr=lr, generator=g, log_every=max(steps // 4, 1),
                  label=f"readout-{loss_name}", log=lambda msg: None)
+
+
+@dataclass(frozen=True)
+class ReadoutMeasures:
+    """What :func:`measure_readouts` returns. ``table``: one row per head, indexed by ``readout``
+    (``accuracy``, ``changed``, ``flip`` with ``lo``/``hi``, ``flipped``, ``tokens``, ``isotropic``,
+    ``logit_gap``, ``dabi`` with ``dabi_lo``/``dabi_hi``, ``median_margin``, ``ode_ppl`` with
+    ``ode_ppl_lo``/``ode_ppl_hi``, ``predicted``; NaN where a nonlinear head has no margin);
+    ``margins``: each linear head's clean margins ``[B, L]``; ``kappa``: the tube constant fitted on
+    the first head; ``s``: the effective noise scale of the terminal step behind the flips."""
+
+    table: pd.DataFrame
+    margins: dict[str, torch.Tensor]
+    kappa: float
+    s: float
+
+
+def measure_readouts(heads: Mapping[str, nn.Module], flow: VelocityNet, ids: torch.Tensor, x1: torch.Tensor,
+                     judged: torch.Tensor, *, steps: int, n_dabi: int, judge: Any,
+                     decode_text: Callable[[torch.Tensor], str], seed: int = 0) -> ReadoutMeasures:
+    """Measure each head of ``heads`` (name -> ``[N, d] -> [N, V]``; the first is the reference,
+    and must be linear) on clean latents ``x1`` ``[B, L, d]`` of the windows ``ids`` ``[B, L]``: its
+    clean accuracy, the share of its clean decodes that differ from the first head's, the terminal
+    flips of the ``steps``-step oracle roll-in through ``flow`` against its own clean decode
+    (:func:`tokendyn.latent.tube.terminal_flips`), its median top-2 logit gap, DABI at one latent
+    RMS along its sharpest direction on the first ``n_dabi`` token latents, its clean margins when
+    it is linear, and the perplexity ``judge`` (a loaded causal LM: ``.model``, ``.tokenizer``)
+    gives the generator's latents ``judged`` ``[S, n, L, d]`` (``S >= 2`` seeds) decoded by it into
+    ids and then by ``decode_text`` into text. The tube law's ``kappa`` is fitted once, on the first
+    head, and predicts every linear head's flips from its own margins. Seeded by ``seed``."""
+    if x1.dim() != 3 or ids.shape != x1.shape[:2]:
+        raise ValueError(f"x1 must be [B, L, d] and ids [B, L], got {tuple(x1.shape)} and {tuple(ids.shape)}")
+    if judged.dim() != 4 or judged.shape[-1] != x1.shape[-1]:
+        raise ValueError(f"judged must be [S, n, L, d] with d = {x1.shape[-1]}, got {tuple(judged.shape)}")
+    first = next(iter(heads), None)
+    if not isinstance(heads.get(first), nn.Linear):
+        raise ValueError(f"heads: the first head is the reference the tube constant is fitted on and must be a "
+                         f"torch.nn.Linear, got {type(heads.get(first)).__name__}")
+    check_range("n_dabi", n_dabi, 1, None, integer=True)
+    rows, margins, reference = [], {}, None
+    for name, head in heads.items():
+        decode = argmax_decoder(head)
+        clean = decode(x1)                                   # [B, L]: what this head reads from clean latents
+        reference = clean if reference is None else reference
+        tf = tube.terminal_flips(decode, flow, x1, clean, [steps], seed=seed)[0]
+        z = x1.flatten(0, 1)[:n_dabi]
+        linear = isinstance(head, nn.Linear)
+        dut = linear_readout(name, head.weight, head.bias, z) if linear else classifier_head(name, head, z)
+        with torch.enable_grad():                            # the sharpest direction of a nonlinear head is a gradient
+            d = dut.dabi([dut.rms], seed=seed, n_iso=4)[0].ratio
+        if linear:
+            margins[name] = tube.readout_margins(head.weight, head.bias, x1)
+        judged_ids = decode(judged)                          # [S, n, L]
+        sc = score_seeds(judge.model, judge.tokenizer, [[decode_text(r) for r in b] for b in judged_ids],
+                         [b.tolist() for b in judged_ids], seed=seed)
+        rows.append({"readout": name, "accuracy": float((clean == ids).double().mean()),
+                     "changed": float((clean != reference).double().mean()),
+                     "flip": tf.structured.value, "lo": tf.structured.lo, "hi": tf.structured.hi,
+                     "flipped": tf.k_structured, "tokens": tf.n_tokens, "isotropic": tf.isotropic.value,
+                     "logit_gap": float(logit_gaps(head, x1.flatten(0, 1)).median()),
+                     "dabi": d.value, "dabi_lo": d.lo, "dabi_hi": d.hi,
+                     "median_margin": float(margins[name].median()) if linear else float("nan"),
+                     "ode_ppl": sc.ppl.value, "ode_ppl_lo": sc.ppl.lo, "ode_ppl_hi": sc.ppl.hi})
+        s = tf.s
+    table = pd.DataFrame(rows).set_index("readout")
+    kappa = tube.fit_tube_constant(margins[first], [s], [table.loc[first, "flip"]])
+    table["predicted"] = [float(tube.predict_flips(margins[n], [s], kappa)[0]) if n in margins else float("nan")
+                          for n in table.index]
+    return ReadoutMeasures(table, margins, kappa, s)

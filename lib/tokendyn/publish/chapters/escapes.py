@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -20,10 +21,10 @@ from ...latent.contextual import SHIPPED_FLOW
 from .. import claims, verdicts
 from . import default
 from ..book import sig
-from ..results import load_rows
+from ..results import load_rows, save_rows
 
 __all__ = ["INTERVENTIONS", "Claim14", "recorded_ode_sde", "claim14_inputs", "findings", "reading", "rule_texts",
-           "why_texts", "claim14_position", "ode_sde_metrics", "ladder_metrics"]
+           "why_texts", "claim14_position", "ode_sde_metrics", "ladder_metrics", "record_interventions"]
 
 INTERVENTIONS = ("label smoothing", "hinge", "2-layer MLP")
 """The readout interventions claim 15 judges, against the retrained-CE control."""
@@ -294,3 +295,15 @@ def claim14_position(matched: Estimate | None) -> str:
     where = ("inside the band" if matched.lo >= edge else
              f"above {weaker:g} and below {edge:.1f}" if matched.lo > weaker else f"not above {weaker:g}")
     return f"{matched.fmt('.2f')}, {where}"
+
+
+def record_interventions(rel: str, table: pd.DataFrame, params: Mapping[str, Any], *, setup: Any = None,
+                         models: Sequence[str] = ("context-latent", "smollm2-135m")) -> Path:
+    """Record the readout-intervention table (indexed by readout, as
+    :func:`tokendyn.training.readout.measure_readouts` returns it) under ``data/`` at ``rel``, with
+    the papermill command that reruns this chapter with the same ``params`` (the section's
+    parameters, ``seed`` among them) and records again; returns the written path."""
+    command = ("papermill book/07_escapes.ipynb out.ipynb --cwd book " + " ".join(f"-p {k} {v}" for k, v in params.items())
+               + f" -p record_to {rel}")
+    return save_rows(data_dir() / rel, table.reset_index().to_dict("records"), kind="readout_interventions",
+                     command=command, params=dict(params), seed=params["seed"], models=list(models), setup=setup)
