@@ -155,5 +155,7 @@ def test_separated_collapse_and_scale_reasons():
     setup = Setup(torch.device("cpu"), 1, torch.float32)
     sc = words.scale_reason(n_text=64, seq_len=32, n_terminal=512, heldout_windows=1345, setup=setup)
     assert "64 windows (2,048 tokens) and its terminal step 512; the recorded run above uses all 1,345" in sc
-    assert "float32 on cpu" in sc
+    assert "float32 on the CPU" in sc
+    assert "float32 on the GPU (cuda)" in words.scale_reason(n_text=64, seq_len=32, n_terminal=512, heldout_windows=1345,
+                                                          setup=Setup(torch.device("cuda"), 1, torch.float32))
     assert _numbers(sc)[:4] == ["64", "2,048", "512", "1,345"]

@@ -21,6 +21,7 @@ spread, the flip rates are ``f(0) E|r|`` and ``f(0) E|r| E[u1+]``, so the ratio 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +31,7 @@ from torch import nn
 from ..core.checks import check_range
 from ..core.stats import Estimate, wilson
 from .dabi import isotropic_directions, nearest_boundary
+from .tube import oracle_terminal
 
 Readout = tuple[torch.Tensor, torch.Tensor] | nn.Module
 """A linear readout: ``(weight [V, d], bias [V])``, an ``nn.Linear``, or a module whose
@@ -276,3 +278,21 @@ def aligned_counterfactual(x1: torch.Tensor, x1_hat: torch.Tensor, readout: Read
     p_iso = float(halfspace_flip_probability(geo.margin, geo.norm, geo.d).mean())
     return Counterfactual(wilson(k_al, n, level), wilson(k_iso, n, level), ratio, k_al, k_iso, n, p_al, p_iso,
                           p_al / p_iso if p_iso > 0 else math.inf, small_norm_ratio(geo.d))
+
+
+@torch.no_grad()
+def terminal_alignment(net: nn.Module, x1: torch.Tensor, readout: Readout, steps: Sequence[int], *, seed: int = 0,
+                       counterfactual: bool = True) -> dict[int, tuple[Alignment, Counterfactual | None]]:
+    """The aim of the oracle terminal residual of each ``K``-step generator ``net`` in ``steps``
+    (:func:`~.tube.oracle_terminal` on clean latents ``x1`` ``[B, L, d]``): its :func:`alignment`
+    with ``readout``'s nearest-boundary normals and, with ``counterfactual``, what the same norms
+    pushed along them flip (:func:`aligned_counterfactual`; ``None`` without) -> K -> (alignment,
+    counterfactual). The terminal noise for K is drawn from a generator seeded ``seed + 300 + K``
+    (apart from the terminal-flip and DABI draws of the same ``seed``), the alignment's bootstrap is
+    seeded ``seed`` and the counterfactual's isotropic directions ``seed + K``."""
+    out: dict[int, tuple[Alignment, Counterfactual | None]] = {}
+    for k in steps:
+        x_hat, _ = oracle_terminal(net, x1, k, torch.Generator().manual_seed(seed + 300 + k))
+        al = alignment(x1, x_hat, readout, seed=seed)
+        out[k] = (al, aligned_counterfactual(x1, x_hat, readout, seed=seed + k) if counterfactual else None)
+    return out

@@ -21,7 +21,7 @@ import torch
 
 from ..core.checks import check_range
 from ..core.stats import Estimate
-from .dabi import isotropic_like
+from .dabi import isotropic_like, residual_dabi
 from .flow import VelocityNet, noise_scale, noise_to
 from .samplers import ode_sample, posterior_mean, terminal_start
 
@@ -184,6 +184,49 @@ def terminal_flips(decode: Callable[[torch.Tensor], torch.Tensor], net: Velocity
         st, iso, ratio = sequence_bootstrap(fs, fi, x1.shape[1], n_boot, level, seed)
         out.append(TerminalFlips(int(k), s, st, iso, ratio, int(fs.sum()), int(fi.sum()), reference.numel(),
                                  x1.shape[0], float(residual.pow(2).mean().sqrt())))
+    return out
+
+
+def terminal_rows(model: str, flips: Sequence[TerminalFlips]) -> list[dict]:
+    """The terminal-step table of one model: two rows per :class:`TerminalFlips` of ``flips`` (one
+    per K), the ``"structured"`` and the ``"isotropic"`` residual, each with ``model``, ``K``, ``s``,
+    ``residual``, its ``rate`` and interval (``lo``, ``hi``), its flipped tokens ``k`` out of ``n``,
+    and the K's ``ratio`` (``ratio_lo``, ``ratio_hi``, ``bound``: a lower bound) and ``residual_rms``
+    on both rows, so that either row alone carries the comparison."""
+    rows = []
+    for r in flips:
+        shared = {"ratio": r.ratio.value, "ratio_lo": r.ratio.lo, "ratio_hi": r.ratio.hi,
+                  "bound": r.ratio_is_bound, "residual_rms": r.residual_rms}
+        for kind, est, k in (("structured", r.structured, r.k_structured), ("isotropic", r.isotropic, r.k_isotropic)):
+            rows.append({"model": model, "K": r.K, "s": r.s, "residual": kind, "rate": est.value, "lo": est.lo,
+                         "hi": est.hi, "k": k, "n": r.n_tokens, **shared})
+    return rows
+
+
+def terminal_fit(flips: Sequence[TerminalFlips], margins: torch.Tensor) -> dict:
+    """The tube law fitted to terminal flips: ``kappa`` (:func:`fit_tube_constant` on the structured
+    rates of ``flips`` with a finite ``s``; ``K = 1`` starts from pure noise, ``s`` infinite), the
+    prediction ``F(kappa s)`` from the clean latents' ``margins`` ``[...]`` at each of those K
+    (``predicted``: K -> rate) and its mean absolute miss of the measured rates (``mean_abs_error``)."""
+    finite = [r for r in flips if np.isfinite(r.s)]
+    measured = [r.structured.value for r in finite]
+    kappa = fit_tube_constant(margins, [r.s for r in finite], measured)
+    pred = predict_flips(margins, [r.s for r in finite], kappa)
+    return {"kappa": kappa, "mean_abs_error": float(np.mean(np.abs(pred - measured))),
+            "predicted": {r.K: float(p) for r, p in zip(finite, pred)}}
+
+
+@torch.no_grad()
+def terminal_dabi(net: VelocityNet, x1: torch.Tensor, loss: Callable[[torch.Tensor], float], steps: Sequence[int], *,
+                  seed: int = 0) -> dict[int, float]:
+    """DABI (:func:`~.dabi.residual_dabi`) of the oracle terminal residual of each ``K``-step generator
+    in ``steps`` on clean latents ``x1`` ``[B, L, d]``, under the decoder's ``loss`` -> K -> DABI. The
+    terminal step's noise for K is drawn from a generator seeded ``seed + K`` and the isotropic
+    comparison from one seeded ``seed + 100 + K``, so every K has draws of its own."""
+    out = {}
+    for k in steps:
+        x_hat, _ = oracle_terminal(net, x1, k, torch.Generator().manual_seed(seed + k))
+        out[k] = residual_dabi(loss, x1, x_hat - x1, torch.Generator().manual_seed(seed + 100 + k))
     return out
 
 
