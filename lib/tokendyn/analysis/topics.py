@@ -26,7 +26,7 @@ chain's path through embedding space.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,7 +41,8 @@ __all__ = ["TopicSplit", "topic_split", "content_length", "CentroidClassifier", 
            "with_reject", "accuracy", "label_shares", "random_token_ids", "shuffled_words",
            "knn_similarity", "RegionVisits", "region_visits", "visit_summary", "median_entry",
            "ar_nll", "repeated_words", "region_shares", "excess_over_controls",
-           "AttractorTest", "attractor_test", "fluent", "AttractorRun", "attractor_run", "chain_explorer", "model_card", "NONE"]
+           "AttractorTest", "attractor_test", "fluent", "AttractorRun", "attractor_run", "chain_explorer", "model_card", "NONE",
+           "FluencyGate", "fluency_gates", "LabelledFrames", "label_frames"]
 
 NONE = "none of these"
 
@@ -638,3 +639,112 @@ def model_card(name: str) -> dict[str, Any]:
         tr = json.loads((d / "model.json").read_text()).get("training", {})
         out.update({k: tr[k] for k in ("data", "sotu_share", "steps") if k in tr})
     return out
+
+
+# --- texts through the fluency gate, chain frames through the classifier ---------------------------
+
+@dataclass(frozen=True)
+class FluencyGate:
+    """A set of texts read through the fluency gate against real snippets (:func:`fluency_gates`).
+
+    Per text ``[N]`` (float64 unless said): ``nll`` (nats per token under the AR judge, :func:`ar_nll`),
+    ``dominance`` (:func:`tokendyn.analysis.traps.dominance` of its tokens), ``repeats``
+    (:func:`repeated_words`) and ``fluent`` (bool, :func:`fluent`); of the real snippets: ``real_nll``
+    and ``real_repeats`` ``[M]``, and their ``keep`` quantiles ``nll_limit`` and ``word_limit``."""
+
+    nll: Tensor
+    dominance: Tensor
+    repeats: Tensor
+    fluent: Tensor
+    real_nll: Tensor
+    real_repeats: Tensor
+    nll_limit: float
+    word_limit: float
+
+    @property
+    def tautology(self) -> Tensor:
+        """``[N]`` bool: more repeated longer words than the real snippets' ``keep`` quantile (an AR
+        judge finds "x, also known as x, is x" likely, so perplexity alone passes it)."""
+        return self.repeats > self.word_limit
+
+
+def fluency_gates(ar: Any, texts: Mapping[str, Sequence[str]], dominance: Mapping[str, Tensor],
+                  real: Mapping[str, Sequence[str]], *, keep: float = 0.95,
+                  repeat_share: float = 0.5) -> dict[str, FluencyGate]:
+    """Each group's ``texts`` (key -> ``N`` strings, ``dominance`` key -> ``[N]``) through the fluency
+    gate against its own real snippets (``real``: key -> ``M`` strings) under the AR judge ``ar``
+    (:func:`ar_nll`) -> key -> :class:`FluencyGate`. Groups with the same real snippets (models
+    that share a tokenizer share their starts) have them scored once. A group with no text gets
+    empty tensors (no judge call)."""
+    check_range("keep", keep, 0.0, 1.0, lo_open=True)
+    if set(texts) != set(dominance) or not set(texts) <= set(real):
+        raise ValueError(f"texts {sorted(texts)}, dominance {sorted(dominance)} and real {sorted(real)} must name "
+                         "the same groups")
+    scored: dict[tuple[str, ...], tuple[Tensor, Tensor]] = {}
+    for key in texts:
+        r = tuple(real[key])
+        if r not in scored:
+            scored[r] = (ar_nll(ar, list(r)), repeated_words(list(r)))
+    out = {}
+    for key, tx in texts.items():
+        real_nll, real_repeats = scored[tuple(real[key])]
+        tx = list(tx)
+        nll = ar_nll(ar, tx) if tx else torch.zeros(0, dtype=torch.float64)
+        dom = torch.as_tensor(dominance[key], dtype=torch.float64)
+        if dom.shape != nll.shape:
+            raise ValueError(f"group {key!r}: {len(tx)} texts but dominance of shape {tuple(dom.shape)}")
+        rep = repeated_words(tx)
+        out[key] = FluencyGate(nll, dom, rep, fluent(nll, dom, rep, real_nll=real_nll, real_repeats=real_repeats,
+                                                     keep=keep, repeat_share=repeat_share),
+                               real_nll, real_repeats, float(np.quantile(real_nll.numpy(), keep)),
+                               float(np.quantile(real_repeats.numpy(), keep)))
+    return out
+
+
+@dataclass(frozen=True)
+class LabelledFrames:
+    """Recorded chain states read by the topic classifier (:func:`label_frames`).
+
+    ``states`` ``[F, B, n]`` at ``steps`` ``[F]``; ``texts`` (``F B`` strings, frame-major, as
+    ``states.reshape(-1, n)``) and their sentence embeddings ``emb`` ``[F B, d]``; class indices
+    ``argmax`` and ``gated`` ``[F, B]`` (``-1``: none of these) with their names ``label_names`` and
+    ``gated_names`` (``F B``, frame-major); ``similarity`` ``[F, B, R]`` float64: the
+    :func:`knn_similarity` to each of the ``R`` regions; ``classes``: the classifier's labels, the
+    meaning of an index."""
+
+    states: Tensor
+    steps: Tensor
+    texts: list[str]
+    emb: Tensor
+    argmax: Tensor
+    gated: Tensor
+    label_names: list[str]
+    gated_names: list[str]
+    similarity: Tensor
+    classes: tuple[str, ...]
+
+
+def label_frames(loaded: Any, embedder: Any, trajectory: Tensor, steps: Tensor, *, every: int,
+                 clf: CentroidClassifier, gated_clf: CentroidClassifier, refs: Tensor, ref_labels: Sequence[str],
+                 regions: Sequence[str], k: int = 5) -> LabelledFrames:
+    """The recorded states of chains (``trajectory`` ``[T, B, n]`` content ids at ``steps`` ``[T]``)
+    whose step is a multiple of ``every``, decoded with ``loaded``'s tokenizer, embedded by
+    ``embedder`` (:func:`tokendyn.models.embedding.embed`), labelled by ``clf`` (argmax) and
+    ``gated_clf`` (with its "none of these" gate), and scored by :func:`knn_similarity` against the
+    reference snippets ``refs`` ``[M, d]`` (``ref_labels``) for each of ``regions`` -> :class:`LabelledFrames`."""
+    from ..mcmc.conditional import decode
+    from ..models.embedding import embed
+
+    check_range("every", every, 1, integer=True)
+    if trajectory.dim() != 3 or torch.as_tensor(steps).numel() != trajectory.shape[0]:
+        raise ValueError(f"trajectory [T, B, n] and steps [T] must agree, got {tuple(trajectory.shape)} and "
+                         f"{tuple(torch.as_tensor(steps).shape)}")
+    idx = (steps % every == 0).nonzero().flatten()
+    traj = trajectory[idx]                                                  # [F, B, n]
+    f_, b = traj.shape[:2]
+    texts = decode(loaded, traj.reshape(-1, traj.shape[-1]))
+    e = embed(embedder, texts)
+    raw, gat = clf.predict(e).reshape(f_, b), gated_clf.predict(e, gated=True).reshape(f_, b)
+    sim = knn_similarity(e, refs, ref_labels, regions, k=k).reshape(f_, b, -1)
+    return LabelledFrames(traj, steps[idx], texts, e, raw, gat, clf.names(raw.flatten()), gated_clf.names(gat.flatten()),
+                          sim, tuple(clf.labels))

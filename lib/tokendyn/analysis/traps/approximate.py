@@ -26,7 +26,8 @@ from ...mcmc.sampling import Temperature
 from .perfect import _check_logits
 
 __all__ = ["hamming_dwell", "HeldStates", "approximate_traps", "durations", "dominance", "dominant_token",
-           "window_repeat", "head_repeat", "fraction_estimate", "Chains", "long_chains"]
+           "window_repeat", "head_repeat", "fraction_estimate", "RepetitionBasins", "repetition_basins", "Chains",
+           "long_chains"]
 
 def hamming_dwell(states: Tensor, times: Tensor, observed_until: Tensor, h: int, *,
                   centres: Tensor | None = None, chunk: int | None = None) -> tuple[Tensor, Tensor]:
@@ -144,6 +145,50 @@ def head_repeat(logits: Tensor, x: Tensor) -> Tensor:
     hit = top[:, :, None] == x[:, None, :]                    # [B, i, j]
     hit &= ~torch.eye(x.shape[1], dtype=torch.bool, device=x.device)[None]
     return hit.any(-1).double().mean(-1)
+
+
+@dataclass(frozen=True)
+class RepetitionBasins:
+    """Repetition basins along ``chains`` chains (:func:`repetition_basins`): ``entered``, the chains
+    with a state after the start whose :func:`dominance` reaches the basin's share; ``time``, the
+    share of (record, chain) pairs after the start spent in one; ``entered_within``, the chains that
+    entered by step ``within``; ``late_repeat``, the mean :func:`window_repeat` over the records of
+    the second half. The path, every ``stride``-th record: ``path_steps`` ``[P]`` and the chains'
+    mean dominance ``path_dominance`` and window repeat ``path_repeat`` ``[P]`` float64."""
+
+    chains: int
+    entered: int
+    time: float
+    entered_within: int
+    within: int
+    late_repeat: float
+    path_steps: Tensor
+    path_dominance: Tensor
+    path_repeat: Tensor
+
+
+def repetition_basins(trajectory: Tensor, steps: Tensor, *, share: float, within: int,
+                      points: int = 100) -> RepetitionBasins:
+    """Repetition basins read from chains: ``trajectory`` ``[T, B, n]`` recorded at ``steps`` ``[T]``
+    (record 0 the start), a basin a state with :func:`dominance` at least ``share``; ``within``: the
+    step up to which entries are also counted on their own (to compare runs of unequal length over
+    their common first steps); the mean path keeps about ``points`` records. -> :class:`RepetitionBasins`."""
+    check_range("share", share, 0.0, 1.0, lo_open=True)
+    check_range("points", points, 1, integer=True)
+    st = torch.as_tensor(steps)
+    if trajectory.dim() != 3 or st.numel() != trajectory.shape[0] or trajectory.shape[0] < 2:
+        raise ValueError(f"trajectory [T >= 2, B, n] and steps [T] must agree, got {tuple(trajectory.shape)} and "
+                         f"{tuple(st.shape)}")
+    dom = dominance(trajectory)                              # [T, B]
+    wr = window_repeat(trajectory)
+    inside = dom[1:] >= share                                # the start is not an entry
+    early = inside[st[1:] <= within]
+    late = st >= st[-1] / 2
+    stride = max(1, len(st) // points)
+    return RepetitionBasins(chains=int(trajectory.shape[1]), entered=int(inside.any(0).sum()),
+                            time=float(inside.double().mean()), entered_within=int(early.any(0).sum()), within=int(within),
+                            late_repeat=float(wr[late].mean()), path_steps=st[::stride], path_dominance=dom[::stride].mean(1),
+                            path_repeat=wr[::stride].mean(1))
 
 
 def fraction_estimate(flags: Tensor | np.ndarray) -> tuple[int, int]:

@@ -17,15 +17,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 
-from ...analysis import size
-from ...core.stats import Estimate, wilson
-from .. import verdicts
+from ...analysis import size, topics, traps
+from ...core.stats import Estimate, bootstrap, wilson
+from .. import claims, verdicts
 from . import default
 from .rectangle_test import ladder_texts as _ladder_words
 
 __all__ = ["setup_texts", "rule_texts", "census_texts", "basin_texts", "ladder_texts", "attractor_texts",
-           "corpus_texts", "metastability_md", "size_md", "census_md", "attractor_md", "ablation_md", "setting_md"]
+           "corpus_texts", "metastability_md", "size_md", "census_md", "attractor_md", "ablation_md", "setting_md",
+           "ladder_lines", "fluency_table", "trap_table", "repetition_table", "frames_table", "visits_table",
+           "claim6", "claim7", "claim8", "ablation_claim", "arrhenius_finding", "arrhenius_metrics", "dwell_metrics",
+           "region_metrics", "ablation_metrics", "size_metrics"]
 
 _WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 
@@ -415,3 +419,409 @@ def setting_md(*, sizes: Mapping[str, float], steps: Mapping[str, int], chains_p
             "temperature, where the paper runs long chains. The exact parts of the chapter (trap search, $q(\\tau)$, the "
             "Arrhenius law, the dwell law, the kinetic Monte Carlo) do not depend on scale; the chain statistics of "
             "sections 2 and 3 do, and their intervals say by how much.")
+
+
+# --- the page's tables: trap fluency, repetition basins, labelled frames and visits -----------------
+
+def ladder_lines(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], *, rungs: Sequence[Mapping[str, Any]],
+                 base: Sequence[Mapping[str, Any]], est: Mapping[str, Mapping[str, Estimate]], dwell: Mapping[str, Estimate],
+                 pooled: Mapping[str, Estimate], within: Mapping[str, Estimate], mpnet: Mapping[str, Estimate],
+                 mpnet_rows: Sequence[Mapping[str, Any]], tau_key: str,
+                 depth_key: str = "median trap depth m (nats)") -> list[str]:
+    """The recorded trap ladder in lines: its provenance (``meta``; the commit of each of its
+    ``rows``), each rung (``rungs``, sorted by size) and base-size model (``base``) with its starts,
+    traps, median depth and ``tau_1000`` (``est``: statistic -> model -> :class:`Estimate`, keyed
+    ``depth_key`` and ``tau_key``) and exact dwell at tau = 0.5 (``dwell``); per statistic the slope
+    per e-fold of parameters ``pooled``, ``within`` backbones and on MPNet alone (``mpnet``, over
+    ``mpnet_rows``); how far the top rung's ``tau_1000`` is from 0.5 in e-folds at the within slope
+    and at the steepest its interval allows; and each base-size model against the top rung."""
+    p = meta["provenance"]
+    lines = [f"recorded: {p['params']['starts']} real starts a rung (commit {(p.get('git_commit') or '?')[:10]}"
+             f"{', uncommitted changes in the tree' if p.get('git_dirty') else ''}); made by: {meta['command']}"]
+    by_commit = pd.Series([(r.get("git_commit") or "?")[:10] for r in rows]).value_counts(sort=False)
+    lines.append("rows computed at commit " + ", ".join(f"{k} ({v} rows)" for k, v in by_commit.items())
+                 + " (a row is kept while its model weights are unchanged: tokendyn.publish.results.recorded_rows_to_keep)")
+    for r in list(rungs) + list(base):
+        m = r["model"]
+        lines.append(f"{m} ({r['encoder']}, {r['params'] / 1e6:.1f}M{'' if r in rungs else ', base-size model, not a rung'}): "
+                     f"{r['perfect']} of {r['starts']} starts end in a perfect trap, {r['n_traps']} distinct; median depth "
+                     f"{est[depth_key][m].fmt('.3f')} nats; tau_1000 {est[tau_key][m].fmt('.4f')}; exact dwell at tau = 0.5 "
+                     f"{dwell[m].fmt('.2f')} steps")
+    for s in pooled:
+        lines.append(f"{s}: slope per e-fold of parameters over {size.span(rungs):.1f}x, pooled {pooled[s].fmt('+.4f')}; "
+                     f"within backbones {within[s].fmt('+.4f')}; MPNet alone ({size.span(mpnet_rows):.1f}x) {mpnet[s].fmt('+.4f')}")
+    top = rungs[-1]["model"]   # the rungs are sorted by parameters
+    gap = 0.5 - est[tau_key][top].value
+    lines.append(f"to bring tau_1000 from {top}'s {est[tau_key][top].value:.3f} to 0.5, if it stays linear in ln(parameters): "
+                 f"{gap / within[tau_key].value:.1f} more e-folds at the within-backbone slope, {gap / within[tau_key].hi:.1f} "
+                 f"(x{math.exp(gap / within[tau_key].hi):,.0f} the parameters) at the steepest slope its interval allows")
+    for r in base:  # same encoder and size as the top rung; its top layer trained with the head
+        m = r["model"]
+        lines.append(f"{m} against {top} (same encoder, layer 12 trained too): median depth "
+                     f"{est[depth_key][m].fmt('.3f')} vs {est[depth_key][top].fmt('.3f')} nats, "
+                     f"tau_1000 {est[tau_key][m].fmt('.4f')} vs {est[tau_key][top].fmt('.4f')}")
+    return lines
+
+
+def fluency_table(gates: Mapping[str, topics.FluencyGate], *, repeat_share: float) -> pd.DataFrame:
+    """One row per model of its perfect traps through the fluency gate (``gates``: model ->
+    :class:`~tokendyn.analysis.topics.FluencyGate` of its traps against its real starts): the
+    median NLLs, the traps that pass the gate, repetition basins (dominance at least
+    ``repeat_share``), tautologies, the traps fluent by NLL alone (below the starts' threshold and
+    not a repetition basin), and both thresholds."""
+    return pd.DataFrame([{"model": name, "real starts: median NLL": float(g.real_nll.median()),
+                          "traps: median NLL": float(g.nll.median()) if len(g.nll) else math.nan,
+                          "fluent traps": int(g.fluent.sum()), "repetition traps": int((g.dominance >= repeat_share).sum()),
+                          "traps": len(g.nll), "threshold": g.nll_limit, "tautologies": int(g.tautology.sum()),
+                          "fluent by NLL alone": int(((g.nll <= g.nll_limit) & (g.dominance < repeat_share)).sum()),
+                          "word threshold": g.word_limit} for name, g in gates.items()])
+
+
+def trap_table(records: Sequence[Any], gates: Mapping[str, topics.FluencyGate]) -> pd.DataFrame:
+    """Every distinct perfect trap (``records``: :class:`~tokendyn.analysis.traps.TrapRecord` in the
+    order of ``gates``' models, each model's traps in its gate's order) with its SmolLM2 NLL,
+    dominance and repeated words (2 decimals), its ids joined by spaces."""
+    table = pd.DataFrame([r.to_dict() for r in records])
+    for col, attr in (("SmolLM2 NLL", "nll"), ("dominance", "dominance"), ("repeated words", "repeats")):
+        table[col] = torch.cat([getattr(g, attr) for g in gates.values()]).numpy().round(2)
+    table["ids"] = [" ".join(map(str, i)) for i in table["ids"]]
+    return table
+
+
+def repetition_table(chains: Mapping[str, Any], chain_tau: Sequence[float], taus: Sequence[float], *, share: float,
+                     common: int, head: Mapping[str, float], text_repeat: float,
+                     cards: Mapping[str, Mapping[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Repetition basins in the long chains (``chains``: model -> ``Chains`` with ``trajectory`` and
+    ``steps``; ``chain_tau``: each chain's temperature), one row per model and temperature of
+    ``taus`` (:func:`~tokendyn.analysis.traps.repetition_basins` at dominance ``share``, entries also
+    counted over the first ``common`` steps), beside the head's first-guess repeat on the starts
+    (``head``: model -> share), real text's window repeat (``text_repeat``) and the Models appendix's
+    measurement (``cards``) -> ``(table, paths)``: the paths are the chains' mean dominance and
+    window repeat along the run, for the figure."""
+    rows, paths = [], []
+    for name, ch in chains.items():
+        for tau in taus:
+            sel = torch.tensor([t == tau for t in chain_tau])
+            r = traps.repetition_basins(ch.trajectory[:, sel], ch.steps, share=share, within=common)
+            card = cards[name]
+            rows.append({"model": name, "tau": tau, "chains": r.chains, "entered": r.entered, "time in basin": r.time,
+                         f"entered in {common} steps": r.entered_within, "chain repeat (second half)": r.late_repeat,
+                         "head first-guess repeat on the starts": head[name], "text repeat": text_repeat,
+                         "appendix text / first guess": "{:.2f} / {:.2f}".format(
+                             card["repetition"]["data"], card["repetition"]["model"])
+                         if "repetition" in card else "not measured"})
+            paths.append(pd.DataFrame({"model": name, "tau": tau, "step": r.path_steps.numpy(),
+                                       "mean dominance": r.path_dominance.numpy(), "window repeat": r.path_repeat.numpy()}))
+    table = pd.DataFrame(rows)
+    table["chain / text"] = table["chain repeat (second half)"] / table["text repeat"]
+    table["head / text"] = table["head first-guess repeat on the starts"] / table["text repeat"]
+    return table, pd.concat(paths)
+
+
+def frames_table(frames: Mapping[str, topics.LabelledFrames], chain_start: Sequence[str], chain_tau: Sequence[float],
+                 regions: Sequence[str]) -> pd.DataFrame:
+    """One row per labelled frame of every chain (``frames``: model ->
+    :class:`~tokendyn.analysis.topics.LabelledFrames`; ``chain_start``/``chain_tau``: each chain's start
+    topic and temperature): its step, text, argmax and gated labels, dominance and similarity to each
+    region (``sim <region>``). Rows follow the frames' order, so row ``i`` is embedding ``i`` of the
+    frames' embeddings concatenated."""
+    out = []
+    for name, f in frames.items():
+        f_, b = f.argmax.shape
+        out.append(pd.DataFrame({
+            "model": name, "frame": np.repeat(np.arange(f_), b), "step": np.repeat(f.steps.numpy(), b),
+            "chain": np.tile(np.arange(b), f_), "start": np.tile(chain_start, f_), "tau": np.tile(chain_tau, f_),
+            "text": f.texts, "label": f.label_names, "gated": f.gated_names,
+            "dominance": traps.dominance(f.states).flatten().numpy(),
+            **{f"sim {t}": f.similarity[..., k].flatten().numpy() for k, t in enumerate(regions)}}))
+    return pd.concat(out, ignore_index=True)
+
+
+def visits_table(frames: Mapping[str, topics.LabelledFrames], chain_start: Sequence[str], chain_tau: Sequence[float], *,
+                 regions: Sequence[str], starts: Sequence[str], taus: Sequence[float], default_model: str,
+                 seed: int) -> pd.DataFrame:
+    """Visits to every region of ``regions`` under both labellings (argmax and gated), one row per
+    model, region, labelling and group of chains: the default model's per start topic of ``starts``
+    and pooled ("all") at each temperature of ``taus``, the other models' pooled only. Each row holds
+    :func:`~tokendyn.analysis.topics.visit_summary`'s statistics (``<stat> value/lo/hi``, seeded) and its
+    chain count."""
+    rows = []
+    for name, f in frames.items():
+        groups = ([(s, tau) for s in list(starts) + ["all"] for tau in taus] if name == default_model else
+                  [("all", tau) for tau in taus])
+        for region in regions:
+            k = f.classes.index(region)
+            for definition, lab in (("argmax", f.argmax), ("gated", f.gated)):
+                for s, tau in groups:
+                    sel = torch.tensor([(s in ("all", t0)) and t1 == tau for t0, t1 in zip(chain_start, chain_tau)])
+                    summ = topics.visit_summary(topics.region_visits(lab[:, sel] == k, f.steps), seed=seed)
+                    rows.append({"model": name, "region": region, "labels": definition, "start": s, "tau": tau,
+                                 **{f"{m} {p}": getattr(summ[m], p) for m in summ for p in ("value", "lo", "hi")},
+                                 "chains": int(sel.sum())})
+    return pd.DataFrame(rows)
+
+
+# --- the claims rows -------------------------------------------------------------------------------
+
+_ABLATION = "Corpus ablation: removing political prose from training shrinks the political basin"
+
+
+def claim6(*, rec_traps: Mapping[str, Mapping[str, Any]], rec_keys: Sequence[str], rec_meta: Mapping[str, Any] | None,
+           basin_rows: Sequence[Mapping[str, Any]], basin_meta: Mapping[str, Any] | None, basin_h: str | None,
+           rule_key: str, ladder: Sequence[Mapping[str, Any]], base: Sequence[Mapping[str, Any]],
+           ladder_tau: Mapping[str, Estimate], ladder_dwell: Mapping[str, Estimate], within: Estimate, pooled: Estimate,
+           kmc: Mapping[str, Estimate], kmc_tau: float, t1000: Mapping[str, Any], live_dwell: Mapping[str, Any],
+           depth: Mapping[str, Estimate], h: int, basin_traps: int, basin_moves: int, seed: int) -> tuple[claims.Finding, Any]:
+    """Claim 6's row and verdict (:func:`~tokendyn.publish.verdicts.claim_6`).
+
+    The rule reads the dwell near the traps at tau = ``rule_key`` from the recorded basin run
+    (``basin_rows``/``basin_meta``, Hamming radius ``basin_h``) and quotes the exact dwell 1/q from
+    the recorded census (``rec_traps``: model -> row, its temperatures ``rec_keys``; ``rec_meta``)
+    and the size ladder's within-backbone slope of ``tau_1000`` (``within``; ``pooled``,
+    ``ladder``/``base`` rows, ``ladder_tau`` and ``ladder_dwell`` per model in the basis). Without the
+    recorded census it reads this run: the median kinetic stay within Hamming ``h`` at ``kmc_tau``
+    (``kmc``: model -> estimate), each trap's ``tau_1000`` (``t1000``: model -> tensor) and exact dwell
+    at tau = 0.5 (``live_dwell``: model -> tensor over traps; medians torch's, intervals seeded
+    bootstraps), the traps' median ``depth``, and the kinetic run's size (``basin_traps``, ``basin_moves``).
+    -> ``(finding, verdict)``."""
+    if rec_traps and rule_key in rec_keys:
+        dwell = {n: Estimate(**r["exact_dwell"][rule_key]) for n, r in rec_traps.items()}
+    else:
+        dwell = {n: bootstrap(live_dwell[n].numpy(), np.median, seed=seed) for n in kmc
+                 if n in live_dwell and len(live_dwell[n]) >= 2}
+    near = {r["model"]: Estimate(**r["basin_dwell"][basin_h][rule_key]["median"]) for r in basin_rows
+            if rule_key in r["basin_dwell"][basin_h]}
+    watched = basin_meta["provenance"]["params"]["steps"] if basin_meta else 0
+    v6 = verdicts.claim_6(near, watched=watched, h=int(basin_h or 0), paper_tau=float(rule_key), exact_dwell=dwell,
+                          size=within)
+    if not (rec_traps and rule_key in rec_keys):
+        exact = {n: float(live_dwell[n].median()) for n in kmc if n in live_dwell}
+        t1000_words = {n: bootstrap(t1000[n].numpy(), np.median, seed=seed).fmt(".3f") for n in kmc}
+        return claims.finding(
+            6, "; ".join(f"{n}: stay within Hamming {h} of a trap at tau = {kmc_tau:g}: median {e.fmt(',.0f')} steps; "
+                         f"exact dwell 1/q = 1,000 at tau = {t1000_words[n]}; at tau = 0.5 it is "
+                         f"{exact.get(n, math.nan):.0f} steps" for n, e in kmc.items()),
+            v6, headline="; ".join(f"{n}: tau_1000 = {t1000_words[n]}" for n in kmc),
+            basis=f"{basin_traps} traps per model followed by kinetic Monte Carlo ({basin_moves} moves), exact q "
+                  f"of {sum(len(t) for t in t1000.values())} traps from their logits; median trap depth "
+                  + ", ".join(f"{n} {e.value:.2f}" for n, e in depth.items()) + " nats"), v6
+    rp = rec_meta["provenance"]["params"]
+    ours = ((f"median dwell within Hamming {basin_h} of a trap at tau = {rule_key}: "
+             + ", ".join(f"{n} {e.fmt(',.0f')}" for n, e in near.items()) + " steps; " if near else "")
+            + "; ".join(f"{n} ({r['n_traps']} traps): median exact dwell 1/q at tau = "
+                        + ", ".join(f"{k}: {Estimate(**r['exact_dwell'][k]).fmt('.1f')}" for k in rec_keys)
+                        + f" steps; observed / Geometric mean dwell at tau = {rule_key}: "
+                        f"{Estimate(**r['dwell_law'][rule_key]['ratio']).fmt('.2f')}; exact dwell 1/q = 1,000 at tau = "
+                        f"{Estimate(**r['tau_1000']).fmt('.3f')}; median depth {Estimate(**r['median_margin']).fmt('.2f')} nats"
+                        for n, r in rec_traps.items()))
+    basis = ((f"recorded basin run (scripts/record_basin_dwell.py, {basin_meta['provenance']['params']['chains']} chains a "
+              f"trap watched up to {watched:,} steps); " if basin_meta else "")
+             + f"recorded census (scripts/record_traps.py, {rp['starts']} real starts a model): exact q of every distinct "
+             f"perfect trap from its logits; dwell law from {rp['chains']} chains a trap per tau; size ladder "
+             f"({len(ladder)} rungs, {size.span(ladder):.1f}x): tau_1000 "
+             + ", ".join(f"{r['model']} {ladder_tau[r['model']].fmt('.3f')}" for r in ladder)
+             + f"; slope per e-fold {within.fmt('+.4f')} within backbones, {pooled.fmt('+.4f')} pooled"
+             + "".join(f"; base-size {r['model']} (top layer trained too) tau_1000 {ladder_tau[r['model']].fmt('.3f')}, "
+                       f"dwell at 0.5 {ladder_dwell[r['model']].fmt('.1f')} steps" for r in base))
+    head = ("; ".join(f"{n}: near a trap {e.fmt(',.0f')} steps at tau = {rule_key}" for n, e in near.items())
+            + "; in it (1/q) " + ", ".join(f"{n} {dwell[n].fmt('.1f')}" for n in rec_traps))
+    return claims.finding(6, ours, v6, headline=head, basis=basis), v6
+
+
+def claim7(*, perfect: Mapping[str, Any], fluency: pd.DataFrame, n_approx: int, n_rep: int, rep: pd.DataFrame,
+           min_tau: float, n_starts: int, n_models: int, n_chains: int, h: int, min_dwell: float) -> tuple[claims.Finding, Any]:
+    """Claim 7's row and verdict (:func:`~tokendyn.publish.verdicts.claim_7`): per model (``perfect``:
+    model -> ``[n_starts]`` bool, the starts that ended in a perfect trap) the share of starts ending
+    in a perfect trap and the fluent share of its traps (``fluency``: :func:`fluency_table`), the
+    ``n_approx`` chains held by approximate traps and the ``n_rep`` that entered a repetition basin,
+    with the repetition table's entries at ``min_tau`` (``rep``: :func:`repetition_table`). The
+    basis names the run: ``n_models`` models of ``n_chains`` long chains, ``(h, min_dwell)`` traps.
+    -> ``(finding, verdict)``."""
+    n_fluent = dict(zip(fluency["model"], fluency["fluent traps"]))
+    n_traps = {m: int(k) for m, k in zip(fluency["model"], fluency["traps"])}
+    fluent_share = {n: wilson(int(n_fluent.get(n, 0)), max(n_traps[n], 1)) for n in perfect}
+    starts = {n: wilson(int(p.sum()), len(p)).fmt(".2f") for n, p in perfect.items()}
+    v7 = verdicts.claim_7(fluent_share, n_approx, n_rep)
+    return claims.finding(
+        7, "; ".join(f"{n}: starts ending in a perfect trap {starts[n]}, fluent {fluent_share[n].fmt('.2f')}" for n in perfect)
+        + f"; approximate traps (held, not all argmax) in {n_approx} chains; repetition basins entered at tau = "
+        f"{min_tau:g} by " + ", ".join(f"{r['model']} {wilson(int(r['entered']), int(r['chains'])).fmt('.2f')}"
+                                        for _, r in rep[rep.tau == min_tau].iterrows()),
+        v7, headline="; ".join(f"{n}: perfect trap {starts[n]}" for n in perfect),
+        basis=f"{n_starts} starts per model; long chains of {n_models} models, {n_chains} chains each; ({h}, {min_dwell}) "
+              "approximate traps"), v7
+
+
+def claim8(*, run: Any, run_rows: Sequence[Mapping[str, Any]], visits: pd.DataFrame,
+           excess: Mapping[tuple[str, float, str], Estimate], fluent: Mapping[str, Estimate], shares: pd.DataFrame,
+           nulls: Sequence[str], default_model: str, top_tau: float, taus: Sequence[float], paper_models: Sequence[str],
+           steps: Mapping[str, int], chains_per_tau: int, accuracy: Estimate,
+           abl_diffs: Mapping[float, Estimate]) -> tuple[claims.Finding, Any]:
+    """Claim 8's row and verdict (:func:`~tokendyn.publish.verdicts.claim_8`). With the recorded
+    attractor run (``run``: :class:`~tokendyn.analysis.topics.AttractorRun`, ``run_rows`` its rows) the
+    rule reads its gated politics excess against the null per claim model and tau, its fluency and
+    paired ablation. Without it, this run's chains, below the rule's sample: the gated excess of
+    ``paper_models`` at each of ``taus`` (``excess``), the fluent shares (``fluent``, keyed by group),
+    the live paired ablation ``abl_diffs``; the row quotes the default model's politics time at
+    ``top_tau`` (``visits``), the classifier's ``accuracy`` and the share of each null text of
+    ``nulls`` it labels politics (``shares``). -> ``(finding, verdict)``."""
+    if run is not None:
+        gated = {(m, t): r for (m, t, lab), r in run.tests.items() if lab == "gated" and m in run.models}
+        v8 = verdicts.claim_8({k: r.excess for k, r in gated.items()}, {k: r.null for k, r in gated.items()},
+                              run.politics_fluent, run.real_fluent, run.ablation, chains=run.chains, steps=run.steps)
+        top = max((k[1] for k in gated), default=None)
+        return claims.finding(
+            8, "; ".join(f"{m}, tau = {t:g}: politics excess {r.excess.fmt('+.3f')} vs null ({r.null_region}) "
+                         f"{r.null.fmt('+.3f')} (gated)" for (m, t), r in gated.items())
+            + f"; politics-labelled states fluent {run.politics_fluent.fmt('.2f') if run.politics_fluent else 'n/a'} "
+            f"vs real snippets {run.real_fluent.fmt('.2f')}; paired ablation "
+            + ", ".join(f"tau = {t:g}: {d.fmt('+.3f')}" for t, d in run.ablation.items()),
+            v8, headline="; ".join(f"{m}, tau = {t:g}: excess {r.excess.fmt('+.2f')}, null {r.null.fmt('+.2f')}"
+                                   for (m, t), r in gated.items() if t == top),
+            basis=f"recorded run (scripts/record_attractor.py): {run.chains} chains a (model, tau) x {run.steps:,} "
+                  f"steps on {', '.join(run.models)} and {run.ablation_models[1]}; classifier accuracy "
+                  f"{Estimate(**run_rows[0]['accuracy']).fmt('.2f')}"), v8
+    pol_fluent, real_fluent = fluent.get(f"{default_model} states labelled politics"), fluent["real held-out snippets"]
+    v8 = verdicts.claim_8({(m, t): excess[(m, t, "gated")] for m in paper_models for t in taus if (m, t, "gated") in excess},
+                          None, pol_fluent, real_fluent, abl_diffs, chains=chains_per_tau,
+                          steps=min(steps[m] for m in paper_models))
+    rows = visits[(visits.model == default_model) & (visits.start == "all") & (visits.tau == top_tau)].set_index(
+        ["labels", "region"])
+    p8 = {d: rows.loc[(d, "politics")] for d in ("argmax", "gated")}
+    return claims.finding(
+        8, f"{default_model}, tau = {top_tau:g}: politics time {p8['argmax']['time_fraction value']:.2f} "
+           f"[{p8['argmax']['time_fraction lo']:.2f}, {p8['argmax']['time_fraction hi']:.2f}] (argmax), "
+           f"{p8['gated']['time_fraction value']:.2f} [{p8['gated']['time_fraction lo']:.2f}, "
+           f"{p8['gated']['time_fraction hi']:.2f}] (gated); excess over the regions not started in "
+           f"{excess[(default_model, top_tau, 'argmax')].fmt('+.2f')} (argmax), "
+           f"{excess[(default_model, top_tau, 'gated')].fmt('+.2f')} (gated); at tau = {min(taus):g} "
+           f"{excess[(default_model, min(taus), 'gated')].fmt('+.2f')} (gated); politics-labelled states "
+           f"fluent {pol_fluent.fmt('.2f') if pol_fluent else 'n/a'} vs real snippets {real_fluent.fmt('.2f')}",
+        v8, headline=f"{default_model}, tau = {top_tau:g}: politics excess {excess[(default_model, top_tau, 'gated')].fmt('+.2f')} (gated)",
+        basis=f"{chains_per_tau} chains at tau = {top_tau:g}, {steps[default_model]} steps; classifier accuracy "
+              f"{accuracy.value:.2f}; null text labelled politics " + ", ".join(
+                  f"{k} {shares[(shares.text == k) & (shares.labels == 'argmax') & (shares.label == 'politics')]['share'].iloc[0]:.2f}"
+                  for k in nulls)), v8
+
+
+def ablation_claim(*, run: Any, abl_df: pd.DataFrame, excess: Mapping[tuple[str, float, str], Estimate],
+                   abl_diffs: Mapping[float, Estimate], ablation: Mapping[str, str], top_tau: float,
+                   steps: Mapping[str, int]) -> tuple[claims.Finding, Any]:
+    """The corpus ablation's row and verdict (:func:`~tokendyn.publish.verdicts.paired_differences`
+    on the paired differences, with minus without political prose): the recorded run's (``run``)
+    where there is one, else this run's (``abl_diffs``), quoting the gated politics time at
+    ``top_tau`` of both models (``abl_df``; ``ablation``: "with"/"without" -> model) and their excess
+    over the regions not started in (``excess``). -> ``(finding, verdict)``."""
+    v_abl = verdicts.paired_differences(run.ablation if run is not None else abl_diffs)
+    if run is not None:
+        return claims.finding(
+            _ABLATION, "paired difference in gated politics share (with - without) "
+            + ", ".join(f"tau = {t:g}: {d.fmt('+.3f')}" for t, d in run.ablation.items())
+            + "; excess over the regions not started in: "
+            + ", ".join(f"{m} tau = {t:g} {r.excess.fmt('+.3f')}" for (m, t, lab), r in run.tests.items()
+                        if lab == "gated" and m in run.ablation_models),
+            v_abl, headline=f"paired difference, tau = {max(run.ablation):g}: {run.ablation[max(run.ablation)].fmt('+.2f')}",
+            basis=f"recorded run: {run.ablation_models[0]} vs {run.ablation_models[1]}, one recipe and seed, "
+                  f"{run.chains} chains a tau paired by start and seed, {run.steps:,} steps",
+            paper_value="(beyond the paper)"), v_abl
+    abl = {side: abl_df[(abl_df.model == name) & (abl_df.tau == top_tau) & (abl_df.region == "politics")
+                        & (abl_df.labels == "gated")].iloc[0] for side, name in ablation.items()}
+    ex = {side: excess[(name, top_tau, "gated")] for side, name in ablation.items()}
+    return claims.finding(
+        _ABLATION, f"politics time (gated, tau = {top_tau:g}) with {abl['with']['time fraction']:.2f} "
+        f"[{abl['with']['lo']:.2f}, {abl['with']['hi']:.2f}], without {abl['without']['time fraction']:.2f} "
+        f"[{abl['without']['lo']:.2f}, {abl['without']['hi']:.2f}]; paired difference (with - without) "
+        + ", ".join(f"tau = {t:g}: {d.fmt('+.2f')}" for t, d in abl_diffs.items())
+        + f"; excess over the regions not started in: with {ex['with'].fmt('+.2f')}, without {ex['without'].fmt('+.2f')}",
+        v_abl, headline=f"paired difference, tau = {max(abl_diffs):g}: {abl_diffs[max(abl_diffs)].fmt('+.2f')}",
+        basis=f"{ablation['with']} vs {ablation['without']}, one recipe and seed, {steps[ablation['with']]} steps",
+        paper_value="(beyond the paper)"), v_abl
+
+
+def arrhenius_finding(fits: pd.DataFrame, cold: Sequence[float]) -> claims.Finding:
+    """The Arrhenius row: each model's median fitted slope over -m (``fits``: a row per trap with
+    ``model`` and ``slope / limit``, fitted on the temperatures ``cold``), judged by
+    :func:`~tokendyn.publish.verdicts.arrhenius_limit` on the median over every trap."""
+    return claims.finding("Arrhenius law: log q against 1/tau has slope minus the smallest margin",
+                          "median fitted slope / (-m) " + ", ".join(f"{name} {g['slope / limit'].median():.2f}"
+                                                                    for name, g in fits.groupby("model", sort=False)),
+                          verdicts.arrhenius_limit(float(fits["slope / limit"].median())),
+                          basis=f"{len(fits)} traps, fitted on tau in {cold}; the softmax forces it as tau -> 0",
+                          paper_value="-m (the low-temperature bound's exponent)")
+
+
+# --- the results record ----------------------------------------------------------------------------
+
+def arrhenius_metrics(fits: pd.DataFrame, cold: Sequence[float]) -> dict[str, Any]:
+    """Per model: the median fitted slope, intercept and exact limit slope, slope / limit's median,
+    smallest and largest, the fit's temperatures ``cold`` and every trap's margin and fit."""
+    return {name: {"slope": float(g["slope"].median()), "intercept": float(g["intercept"].median()),
+                   "limit_slope": float(g["limit slope"].median()),
+                   "slope_over_limit": {"median": float(g["slope / limit"].median()),
+                                        "min": float(g["slope / limit"].min()), "max": float(g["slope / limit"].max())},
+                   "fit_taus": cold, "per_trap": g[["min margin", "slope", "intercept"]].to_dict(orient="records")}
+            for name, g in fits.groupby("model")}
+
+
+def dwell_metrics(checks: Mapping[tuple[str, float], Any], rec_traps: Mapping[str, Mapping[str, Any]],
+                  rec_meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """This run's dwell checks (``checks``: (model, tau) -> :class:`~tokendyn.analysis.traps.DwellCheck`),
+    keyed ``model|tau``, and the recorded census's exact dwell and dwell law per model with its command
+    and commit (``None`` without the record)."""
+    return {"dwell_checks": {f"{n}|{t:.4f}": {"q": c.q, "observed": c.observed.__dict__, "predicted": c.predicted,
+                                              "max_gap": c.max_gap, "band": c.band, "consistent": c.consistent}
+                             for (n, t), c in checks.items()},
+            "dwell_law_recorded": ({"command": rec_meta["command"], "git_commit": rec_meta["provenance"].get("git_commit"),
+                                    **{n: {"exact_dwell": r["exact_dwell"], "dwell_law": r["dwell_law"], "starts": r["starts"]}
+                                       for n, r in rec_traps.items()}} if rec_traps else None)}
+
+
+def _region_cells(visits: pd.DataFrame, model: str, region: str, starts: Sequence[str],
+                  taus: Sequence[float]) -> dict[str, Any]:
+    return {s: {str(tau): {d: {m: {p: visits[(visits.model == model) & (visits.region == region) & (visits.start == s)
+                                             & (visits.tau == tau) & (visits.labels == d)][f"{m} {p}"].iloc[0]
+                                   for p in ("value", "lo", "hi")}
+                               for m in ("ever", "time_fraction", "returns", "first_entry")}
+                           for d in ("argmax", "gated")} for tau in taus} for s in list(starts) + ["all"]}
+
+
+def region_metrics(visits: pd.DataFrame, default_model: str, *, regions: Sequence[str], starts: Sequence[str],
+                   taus: Sequence[float]) -> dict[str, Any]:
+    """The default model's visits (``visits``: :func:`visits_table`) to politics (``political``) and
+    to every other region (``control_regions``), per start topic of ``starts`` and pooled ("all"),
+    temperature of ``taus`` (keyed as text) and labelling: each statistic's value, lo and hi."""
+    return {"political": _region_cells(visits, default_model, "politics", starts, taus),
+            "control_regions": {r: _region_cells(visits, default_model, r, starts, taus) for r in regions if r != "politics"}}
+
+
+def ablation_metrics(abl_df: pd.DataFrame, ablation: Mapping[str, str],
+                     cards: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Per side of the corpus ablation ("with"/"without" -> model): the model, its card and its rows
+    of ``abl_df`` (every region, temperature and labelling)."""
+    return {side: {"model": name, "card": cards[name],
+                   "regions": abl_df[abl_df.model == name].drop(columns=["corpus", "model"]).to_dict(orient="records")}
+            for side, name in ablation.items()}
+
+
+def size_metrics(*, rungs: Sequence[Mapping[str, Any]], base: Sequence[Mapping[str, Any]],
+                 est: Mapping[str, Mapping[str, Estimate]], dwell: Mapping[str, Estimate], pooled: Mapping[str, Estimate],
+                 within: Mapping[str, Estimate], mpnet: Mapping[str, Estimate], mpnet_rows: Sequence[Mapping[str, Any]],
+                 tau_key: str, recorded: str, command: str,
+                 depth_key: str = "median trap depth m (nats)") -> dict[str, Any]:
+    """The trap ladder for the record (arguments as :func:`ladder_lines`; ``recorded``: its path
+    under ``data/``, ``command``: what made it): per model its size, traps, median depth,
+    ``tau_1000`` and exact dwell at tau = 0.5 (``trap_depth_by_size``), and the slopes per e-fold of
+    parameters, pooled, within backbones and on MPNet alone, with the spans (``trap_size_slope``)."""
+    return {"trap_depth_by_size": {r["model"]: {"params": r["params"], "encoder": r["encoder"], "n_traps": r["n_traps"],
+                                                "rung": r in rungs, "starts": r["starts"],
+                                                "median_margin": est[depth_key][r["model"]].__dict__,
+                                                "tau_1000": est[tau_key][r["model"]].__dict__,
+                                                "exact_dwell_tau_0.5": dwell[r["model"]].__dict__}
+                                   for r in list(rungs) + list(base)},
+            "trap_size_slope": {"median_margin": pooled[depth_key].__dict__, "tau_1000": pooled[tau_key].__dict__,
+                                "within_backbone": {"median_margin": within[depth_key].__dict__,
+                                                    "tau_1000": within[tau_key].__dict__},
+                                "mpnet_alone": {"median_margin": mpnet[depth_key].__dict__,
+                                                "tau_1000": mpnet[tau_key].__dict__, "span": size.span(mpnet_rows)},
+                                "span": size.span(rungs), "per": "e-fold of parameters", "recorded": recorded,
+                                "command": command}}
