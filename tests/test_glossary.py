@@ -31,11 +31,19 @@ def glossary() -> dict[str, str]:
     return entries
 
 
+GLUED_MD = "application/papermill.record/text/markdown"
+
+
 def pages() -> dict[str, str]:
+    """Each page's prose: a markdown page, or a notebook's markdown cells and the markdown it glues
+    into them (a ``{glue:md}`` paragraph renders its roles on the page)."""
     out = {p.name: p.read_text() for p in BOOK.glob("*.md") if p.name != "glossary.md"}
     for p in BOOK.glob("*.ipynb"):
         nb = json.loads(p.read_text())
-        out[p.name] = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+        glued = ["".join(o["data"][GLUED_MD]) for c in nb["cells"] if c["cell_type"] == "code"
+                 for o in c.get("outputs", []) if GLUED_MD in o.get("data", {})]
+        out[p.name] = "\n".join(cells + glued)
     return out
 
 
