@@ -11,13 +11,14 @@ sports, food) and temperature, each from its own real passage (the first ``--tok
 tokens), ``--steps`` random-scan steps, every ``--embed-every`` steps decoded, embedded
 (all-MiniLM-L6-v2) and labelled by a nearest-centroid classifier over health, sports, food,
 science and politics, with and without its "none of these" gate (calibrated to keep
-``--keep-real`` of real training snippets). The same chains (same starts, seeds and tau) run on
-each model of ``--models`` and on ``--ablation``, the ``--ablation-with`` recipe retrained with no
-political prose, so the corpus ablation is paired chain by chain.
+``--keep-real`` of real training snippets; ``topics.label_frames``). The same chains (same
+starts, seeds and tau) run on each model of ``--models`` and on ``--ablation``, the
+``--ablation-with`` recipe retrained with no political prose, so the corpus ablation is paired
+chain by chain.
 
 The fluency gate: ``--n-fluency`` states labelled politics behind the gate (a seeded sample, both
-temperatures pooled) of each model are scored by SmolLM2-135M (``topics.ar_nll``), against real
-held-out snippets (``topics.fluent``). Models in ``--bf16`` run their chains in bfloat16 (the step
+temperatures pooled) of each model are scored by SmolLM2-135M against real held-out snippets
+(``topics.fluency_gates``). Models in ``--bf16`` run their chains in bfloat16 (the step
 at about 2.8x the float32 rate on an AVX-512 BF16 CPU); the row records the KL between their
 float32 and bfloat16 conditionals at the starts, so a reader sees what that changes.
 
@@ -25,8 +26,8 @@ Writes ``data/runs/04_basins-attractor.json`` (``tokendyn.publish.results.save_r
 (classifier accuracy, null text's labels, the real snippets' fluency) and one row per model with
 its label matrices ``[frames][chains]`` (region index, -1 none of these), so that every statistic
 the rule reads (``topics.attractor_test``, the paired ablation) is computed from the record.
-Resumable: chains run in checkpointed segments of ``--segment`` steps under
-``checkpoints/attractor/``, and each finished model's row is kept there too.
+Resumable: chains run in checkpointed segments of ``--segment`` steps under ``--checkpoints``
+(``checkpoints/attractor/``), and each finished model's row is kept there too.
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ REGIONS = ["health", "sports", "food", "science", "politics"]
 STARTS = ["health", "sports", "food"]
 
 
+def checkpoint_dir(args) -> Path:
+    """Where the chains' segments and each finished model's row are kept: ``--checkpoints``, else
+    ``checkpoints/attractor/`` of this checkout."""
+    return Path(args.checkpoints) if args.checkpoints else ROOT / "checkpoints" / "attractor"
+
+
 class Reference:
     """What every model's chains are measured against: the split, the classifier and its gate,
     and the fluency judge with the real held-out snippets' scores."""
@@ -72,12 +79,11 @@ class Reference:
         self.gclf = topics.with_reject(self.clf, e_train, keep=args.keep_real)
         self.ar = models.load_ar()
         tok = self.loaded.tokenizer
-        self.real_nll = topics.ar_nll(self.ar, self.split.val_texts)
-        self.real_repeats = topics.repeated_words(self.split.val_texts)
         real_dom = torch.stack([traps.dominance(torch.tensor(tok(t, add_special_tokens=False)["input_ids"] or [0]))
                                 for t in self.split.val_texts])
-        ok = topics.fluent(self.real_nll, real_dom, self.real_repeats, real_nll=self.real_nll,
-                           real_repeats=self.real_repeats, keep=args.keep_real, repeat_share=args.repeat_share)
+        ok = topics.fluency_gates(self.ar, {"real": self.split.val_texts}, {"real": real_dom},   # the real snippets
+                                  {"real": self.split.val_texts}, keep=args.keep_real,           # against themselves
+                                  repeat_share=args.repeat_share)["real"].fluent
         self.row = {"model": "reference", "role": "reference", "split_model": args.split_model,
                     "accuracy": topics.accuracy(self.clf, e_val, self.split.val_labels).to_dict(),
                     "accuracy_gated": topics.accuracy(self.gclf, e_val, self.split.val_labels, gated=True).to_dict(),
@@ -94,8 +100,7 @@ def chain_row(name: str, role: str, args, ref: Reference, taus: list[float], bf1
     from tokendyn import models
     from tokendyn.mcmc import step_settings
     from tokendyn.core.checkpoint import Store
-    from tokendyn.mcmc.conditional import content_ids, decode
-    from tokendyn.models.embedding import embed
+    from tokendyn.mcmc.conditional import content_ids
 
     t_cpu, t_wall = time.process_time(), time.time()
     loaded = models.load_mlm(name, dtype=torch.bfloat16 if bf16 else None)
@@ -115,17 +120,15 @@ def chain_row(name: str, role: str, args, ref: Reference, taus: list[float], bf1
         l16 = influence.all_site_logits(cond, sites).double().flatten(0, 1)
         k = fidelity.logits_kl(l32, l16, taus)
         kl = {f"{t:g}": {"median": float(k[i].median()), "p99": float(k[i].quantile(0.99))} for i, t in enumerate(taus)}
-    store = Store(ROOT / "checkpoints" / "attractor" / "segments")
+    store = Store(checkpoint_dir(args) / "segments")
     ch = traps.long_chains(cond, x0, steps=args.steps, tau=torch.tensor(tau, dtype=torch.float64), seed=args.seed,
                            record_every=args.embed_every, segment=args.segment, store=store,
                            key="attractor-" + name.replace("/", "_"),
                            tag={"model": name, "dtype": "bfloat16" if bf16 else "float32"})
-    traj = ch.trajectory                                                    # [F, B, n]
-    f_, b = traj.shape[:2]
-    texts = decode(loaded, traj.reshape(-1, traj.shape[-1]))
-    e = embed(ref.embedder, texts)
-    raw = ref.clf.predict(e).reshape(f_, b)
-    gated = ref.gclf.predict(e, gated=True).reshape(f_, b)
+    frames = topics.label_frames(loaded, ref.embedder, ch.trajectory, ch.steps, every=args.embed_every,
+                                 clf=ref.clf, gated_clf=ref.gclf)                # every record: [F, B] labels
+    texts, gated = frames.texts, frames.gated
+    f_, b = gated.shape
     pol = REGIONS.index("politics")
     flat = gated.flatten()
     where = [i for i in (flat == pol).nonzero().flatten().tolist() if i >= b]   # frames after the start
@@ -135,17 +138,17 @@ def chain_row(name: str, role: str, args, ref: Reference, taus: list[float], bf1
     fl = None
     if chosen:
         sample = [texts[i] for i in chosen]
-        ids = traj.reshape(-1, traj.shape[-1])[chosen]
-        nll = topics.ar_nll(ref.ar, sample)
-        ok = topics.fluent(nll, traps.dominance(ids), topics.repeated_words(sample), real_nll=ref.real_nll,
-                           real_repeats=ref.real_repeats, keep=args.keep_real, repeat_share=args.repeat_share)
-        fl = {"fluent": int(ok.sum()), "n": int(ok.numel()), "median_nll": float(nll.median()),
+        ids = frames.states.reshape(-1, frames.states.shape[-1])[chosen]
+        gate = topics.fluency_gates(ref.ar, {name: sample}, {name: traps.dominance(ids)}, {name: ref.split.val_texts},
+                                    keep=args.keep_real, repeat_share=args.repeat_share)[name]
+        ok = gate.fluent
+        fl = {"fluent": int(ok.sum()), "n": int(ok.numel()), "median_nll": float(gate.nll.median()),
               "examples": [{"text": t, "fluent": bool(o)} for t, o in list(zip(sample, ok.tolist()))[:12]]}
     print(f"{name}: {b} chains x {args.steps} steps, gated politics share {float((gated[1:] == pol).double().mean()):.3f}"
           + (f", fluent {fl['fluent']}/{fl['n']}" if fl else ", no politics states"), flush=True)
     return {"model": name, "role": role, "dtype": "bfloat16" if bf16 else "float32", "bf16_kl": kl,
-            "chains": b, "steps": args.steps, "record_steps": ch.steps.tolist(), "start_topic": topic, "tau": tau,
-            "labels_gated": gated.tolist(), "labels_argmax": raw.tolist(), "politics_fluency": fl,
+            "chains": b, "steps": args.steps, "record_steps": frames.steps.tolist(), "start_topic": topic, "tau": tau,
+            "labels_gated": gated.tolist(), "labels_argmax": frames.argmax.tolist(), "politics_fluency": fl,
             "final_texts": texts[(f_ - 1) * b: f_ * b],
             "cpu_seconds": round(time.process_time() - t_cpu, 1), "wall_seconds": round(time.time() - t_wall, 1)}
 
@@ -171,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("TOKENDYN_THREADS", "1")))
     ap.add_argument("--out", default=OUT, help="under data/")
+    ap.add_argument("--checkpoints", default="", help="segments and finished rows (default: checkpoints/attractor/)")
     args = ap.parse_args(argv)
     models_ = [m.strip() for m in args.models.split(",") if m.strip()]
     bf16 = {m.strip() for m in args.bf16.split(",") if m.strip()}
@@ -211,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     ref = Reference(args)
     role = {m: "claim" for m in models_} | ({args.ablation: "ablation"} if args.ablation else {})
-    rows = [ref.row] + results.rows_per_model(list(role), ROOT / "checkpoints" / "attractor", key,
+    rows = [ref.row] + results.rows_per_model(list(role), checkpoint_dir(args), key,
                                               lambda name: chain_row(name, role[name], args, ref, taus, name in bf16))
     cmd = (f"TOKENDYN_THREADS={args.threads} nice -n 5 .venv/bin/python scripts/record_attractor.py "
            f"--models {args.models} --ablation {args.ablation} --ablation-with {args.ablation_with}"
@@ -219,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
            f" --split-model {args.split_model} --taus {args.taus} --chains {args.chains} --steps {args.steps} "
            f"--embed-every {args.embed_every} --segment {args.segment} --tokens {args.tokens} --n-train {args.n_train} "
            f"--n-val {args.n_val} --keep-real {args.keep_real:g} --repeat-share {args.repeat_share:g} "
-           f"--n-fluency {args.n_fluency} --seed {args.seed}" + (f" --out {args.out}" if args.out != OUT else ""))
+           f"--n-fluency {args.n_fluency} --seed {args.seed}" + (f" --out {args.out}" if args.out != OUT else "")
+           + (f" --checkpoints {args.checkpoints}" if args.checkpoints else ""))
     out = results.save_rows(paths.data_dir() / args.out, rows, kind="long chains through topic regions", command=cmd,
                             params=params, seed=args.seed, models=list(role))
     print(json.dumps({"written": str(out), "models": len(role), "seconds": round(time.time() - t0)}))

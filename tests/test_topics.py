@@ -312,3 +312,37 @@ def test_attractor_run_reads_a_record_into_the_rules_inputs():
         topics.attractor_run(_record_rows({"with": 0.3, "without": 0.0}), ablation_with="other")
     with pytest.raises(ValueError, match="reference row"):
         topics.attractor_run(_record_rows({"with": 0.3})[1:])
+
+
+class _WordTok:
+    def decode(self, ids):
+        return " ".join(f"w{i}" for i in ids)
+
+
+class _FirstWordEmbedder:
+    """w0 -> (1, 0), w1 -> (0, 1), any other first word far from both."""
+
+    def encode(self, texts, **kw):
+        return torch.tensor([{"w0": [1.0, 0.0], "w1": [0.0, 1.0]}.get(t.split()[0], [-1.0, -1.0]) for t in texts])
+
+
+def test_label_frames_without_references_labels_the_same_frames_and_scores_none():
+    """The recorded attractor run (labels only) and chapter 4 (labels and kNN) read a frame alike."""
+    e = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
+    labels = ["a", "a", "b", "b"]
+    clf = topics.fit_centroids(e, labels, order=["a", "b"])
+    gclf = topics.with_reject(clf, e, keep=1.0)
+    traj = torch.tensor([[[0, 5], [1, 5]], [[9, 9], [9, 9]], [[1, 5], [7, 5]]])          # [T=3, B=2, n=2]
+    loaded, steps = SimpleNamespace(tokenizer=_WordTok()), torch.tensor([0, 5, 10])
+    bare = topics.label_frames(loaded, _FirstWordEmbedder(), traj, steps, every=10, clf=clf, gated_clf=gclf)
+    full = topics.label_frames(loaded, _FirstWordEmbedder(), traj, steps, every=10, clf=clf, gated_clf=gclf,
+                               refs=e, ref_labels=labels, regions=["a", "b"], k=2)
+    assert bare.steps.tolist() == [0, 10] and bare.texts == ["w0 w5", "w1 w5", "w1 w5", "w7 w5"]
+    assert bare.gated.tolist() == [[0, 1], [1, -1]] and bare.gated_names[3] == topics.NONE
+    assert bare.similarity is None and full.similarity.shape == (2, 2, 2)
+    for field in ("states", "steps", "emb", "argmax", "gated"):
+        assert torch.equal(getattr(bare, field), getattr(full, field)), field
+    assert (bare.texts, bare.label_names, bare.gated_names, bare.classes) == \
+        (full.texts, full.label_names, full.gated_names, full.classes)
+    with pytest.raises(ValueError, match="give refs"):
+        topics.label_frames(loaded, _FirstWordEmbedder(), traj, steps, every=10, clf=clf, gated_clf=gclf, regions=["a"])

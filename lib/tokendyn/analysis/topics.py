@@ -709,8 +709,8 @@ class LabelledFrames:
     ``states.reshape(-1, n)``) and their sentence embeddings ``emb`` ``[F B, d]``; class indices
     ``argmax`` and ``gated`` ``[F, B]`` (``-1``: none of these) with their names ``label_names`` and
     ``gated_names`` (``F B``, frame-major); ``similarity`` ``[F, B, R]`` float64: the
-    :func:`knn_similarity` to each of the ``R`` regions; ``classes``: the classifier's labels, the
-    meaning of an index."""
+    :func:`knn_similarity` to each of the ``R`` regions (``None`` where no reference snippets were
+    given); ``classes``: the classifier's labels, the meaning of an index."""
 
     states: Tensor
     steps: Tensor
@@ -720,18 +720,19 @@ class LabelledFrames:
     gated: Tensor
     label_names: list[str]
     gated_names: list[str]
-    similarity: Tensor
+    similarity: Tensor | None
     classes: tuple[str, ...]
 
 
 def label_frames(loaded: Any, embedder: Any, trajectory: Tensor, steps: Tensor, *, every: int,
-                 clf: CentroidClassifier, gated_clf: CentroidClassifier, refs: Tensor, ref_labels: Sequence[str],
-                 regions: Sequence[str], k: int = 5) -> LabelledFrames:
+                 clf: CentroidClassifier, gated_clf: CentroidClassifier, refs: Tensor | None = None,
+                 ref_labels: Sequence[str] = (), regions: Sequence[str] = (), k: int = 5) -> LabelledFrames:
     """The recorded states of chains (``trajectory`` ``[T, B, n]`` content ids at ``steps`` ``[T]``)
     whose step is a multiple of ``every``, decoded with ``loaded``'s tokenizer, embedded by
     ``embedder`` (:func:`tokendyn.models.embedding.embed`), labelled by ``clf`` (argmax) and
-    ``gated_clf`` (with its "none of these" gate), and scored by :func:`knn_similarity` against the
-    reference snippets ``refs`` ``[M, d]`` (``ref_labels``) for each of ``regions`` -> :class:`LabelledFrames`."""
+    ``gated_clf`` (with its "none of these" gate), and, given reference snippets ``refs`` ``[M, d]``
+    (``ref_labels``), scored by :func:`knn_similarity` for each of ``regions`` -> :class:`LabelledFrames`
+    (``similarity`` ``None`` without ``refs``: the recorded attractor run keeps labels only)."""
     from ..mcmc.conditional import decode
     from ..models.embedding import embed
 
@@ -739,12 +740,14 @@ def label_frames(loaded: Any, embedder: Any, trajectory: Tensor, steps: Tensor, 
     if trajectory.dim() != 3 or torch.as_tensor(steps).numel() != trajectory.shape[0]:
         raise ValueError(f"trajectory [T, B, n] and steps [T] must agree, got {tuple(trajectory.shape)} and "
                          f"{tuple(torch.as_tensor(steps).shape)}")
+    if refs is None and (len(ref_labels) or len(regions)):
+        raise ValueError("ref_labels and regions score the frames against refs: give refs too")
     idx = (steps % every == 0).nonzero().flatten()
     traj = trajectory[idx]                                                  # [F, B, n]
     f_, b = traj.shape[:2]
     texts = decode(loaded, traj.reshape(-1, traj.shape[-1]))
     e = embed(embedder, texts)
     raw, gat = clf.predict(e).reshape(f_, b), gated_clf.predict(e, gated=True).reshape(f_, b)
-    sim = knn_similarity(e, refs, ref_labels, regions, k=k).reshape(f_, b, -1)
+    sim = None if refs is None else knn_similarity(e, refs, ref_labels, regions, k=k).reshape(f_, b, -1)
     return LabelledFrames(traj, steps[idx], texts, e, raw, gat, clf.names(raw.flatten()), gated_clf.names(gat.flatten()),
                           sim, tuple(clf.labels))
