@@ -40,7 +40,7 @@ book: setup
 # scoreboard filled from the fresh results, and the browser check reads the pages.
 test: setup
 	bash scripts/ensure_chromium.sh
-	rm -rf _build/results
+	rm -rf _build/results _build/shared
 	PYTHONPATH=tests $(VENV)/bin/pytest tests $(NOTEBOOKS) -m "not browser" $(NBVAL) -p nbtiming \
 		-p no:cacheprovider
 	TOKENDYN_BOOK_EXECUTE=off $(VENV)/bin/jupyter-book build . --builder html

@@ -14,6 +14,7 @@ import torch
 
 from tokendyn.analysis import topics, traps
 from tokendyn.core.stats import Estimate
+from tokendyn.publish.chapters import attractor, trap_census
 from tokendyn.publish.chapters import basins as rows
 
 
@@ -54,7 +55,7 @@ def test_repetition_basins_count_entries_time_and_the_common_window():
 def test_repetition_table_rows_per_model_and_tau():
     traj, steps = _chains()
     ch = SimpleNamespace(trajectory=torch.cat([traj, traj], 1), steps=steps)    # chains 0, 1 at tau 0.7; 2, 3 at tau 1
-    table, paths = rows.repetition_table({"m": ch}, [0.7, 0.7, 1.0, 1.0], [0.7, 1.0], share=0.5, common=20,
+    table, paths = trap_census.repetition_table({"m": ch}, [0.7, 0.7, 1.0, 1.0], [0.7, 1.0], share=0.5, common=20,
                                          head={"m": 0.2}, text_repeat=0.1,
                                          cards={"m": {"repetition": {"data": 0.11, "model": 0.16}}})
     assert table["tau"].tolist() == [0.7, 1.0] and table["entered"].tolist() == [1, 1]
@@ -62,7 +63,7 @@ def test_repetition_table_rows_per_model_and_tau():
     assert table["chain / text"].tolist() == pytest.approx([2.75 / 6 / 0.1] * 2) and table["head / text"].tolist() == pytest.approx([2.0, 2.0])
     assert table["appendix text / first guess"].iloc[0] == "0.11 / 0.16"
     assert len(paths) == 10 and set(paths.columns) == {"model", "tau", "step", "mean dominance", "window repeat"}
-    none = rows.repetition_table({"m": ch}, [0.7, 0.7, 1.0, 1.0], [0.7], share=0.5, common=20, head={"m": 0.2},
+    none = trap_census.repetition_table({"m": ch}, [0.7, 0.7, 1.0, 1.0], [0.7], share=0.5, common=20, head={"m": 0.2},
                                  text_repeat=0.1, cards={"m": {}})[0]
     assert none["appendix text / first guess"].iloc[0] == "not measured"
 
@@ -93,13 +94,13 @@ def test_fluency_gates_score_shared_starts_once_and_gate_each_trap(monkeypatch):
     assert len(z.nll) == 0 and len(z.fluent) == 0
     with pytest.raises(ValueError):
         topics.fluency_gates(None, {"x": traps_}, {"x": torch.zeros(2)}, {"x": real})
-    table = rows.fluency_table(gates, repeat_share=0.5)
+    table = trap_census.fluency_table(gates, repeat_share=0.5)
     assert table.set_index("model").loc["x", ["traps", "fluent traps", "tautologies", "fluent by NLL alone",
                                              "repetition traps"]].tolist() == [3, 1, 1, 2, 0]
     assert table.set_index("model").loc["y", ["fluent by NLL alone", "repetition traps"]].tolist() == [1, 1]
     assert np.isnan(table.set_index("model").loc["z", "traps: median NLL"])
     recs = [traps.TrapRecord(m, [i, i + 1], t, 0.1) for m in ("x", "y") for i, t in enumerate(traps_)]
-    tt = rows.trap_table(recs, {"x": x, "y": y})
+    tt = trap_census.trap_table(recs, {"x": x, "y": y})
     assert tt["SmolLM2 NLL"].tolist() == [2.5, 9.0, 1.0] * 2 and tt["ids"].tolist()[:2] == ["0 1", "1 2"]
     assert tt["dominance"].tolist()[3] == 0.75
 
@@ -150,14 +151,14 @@ def _frames(labels_gated):
 
 def test_visits_table_groups_and_frames_table_rows():
     f = _frames([[0, 0], [1, 0], [1, -1], [0, 0]])   # chain 0 visits politics at frames 1-2; chain 1 never
-    v = rows.visits_table({"d": f, "o": f}, ["food", "health"], [0.7, 0.7], regions=["food", "politics"],
+    v = attractor.visits_table({"d": f, "o": f}, ["food", "health"], [0.7, 0.7], regions=["food", "politics"],
                           starts=["food", "health"], taus=[0.7], default_model="d", seed=0)
     d = v[(v.model == "d") & (v.region == "politics") & (v.labels == "gated")].set_index("start")
     assert list(d.index) == ["food", "health", "all"]                  # per start topic, then pooled
     assert d.loc["food", "time_fraction value"] == pytest.approx(2 / 3) and d.loc["health", "ever value"] == 0
     assert d.loc["all", "chains"] == 2 and d.loc["food", "chains"] == 1
     assert set(v[v.model == "o"]["start"]) == {"all"}                  # other models: pooled only
-    ft = rows.frames_table({"d": f}, ["food", "health"], [0.7, 0.7], ["food", "politics"])
+    ft = attractor.frames_table({"d": f}, ["food", "health"], [0.7, 0.7], ["food", "politics"])
     assert len(ft) == 8 and ft["chain"].tolist()[:2] == [0, 1] and ft["step"].tolist()[-1] == 30
     assert ft["dominance"].tolist()[:2] == [1.0, 0.5] and {"sim food", "sim politics"} <= set(ft.columns)
 
@@ -214,7 +215,7 @@ def test_claim6_without_the_census_reads_this_run():
 def _claim7(fluent, n_approx, n_rep):
     fluency = pd.DataFrame([{"model": "a", "traps": 10, "fluent traps": fluent}, {"model": "b", "traps": 0, "fluent traps": 0}])
     rep = pd.DataFrame([{"model": "a", "tau": 0.7, "entered": 3, "chains": 9}, {"model": "a", "tau": 1.0, "entered": 0, "chains": 9}])
-    return rows.claim7(perfect={"a": torch.tensor([True, True, False, False]), "b": torch.tensor([False] * 4)},
+    return trap_census.claim7(perfect={"a": torch.tensor([True, True, False, False]), "b": torch.tensor([False] * 4)},
                        fluency=fluency, n_approx=n_approx, n_rep=n_rep, rep=rep, min_tau=0.7, n_starts=4, n_models=3,
                        n_chains=18, h=2, min_dwell=100)
 
@@ -247,7 +248,7 @@ def _claim8(run, excess_lo=0.1):
                            for lab in ("argmax", "gated")])
     excess = {(m, t, lab): _e(0.2, excess_lo, 0.3, 9) for m in ("d", "s") for t in (0.7, 1.0) for lab in ("argmax", "gated")}
     shares = pd.DataFrame([{"text": "random", "labels": "argmax", "label": "politics", "share": 0.2}])
-    return rows.claim8(run=run, run_rows=[{"accuracy": _d(0.9, 0.85, 0.94)}], visits=visits, excess=excess,
+    return attractor.claim8(run=run, run_rows=[{"accuracy": _d(0.9, 0.85, 0.94)}], visits=visits, excess=excess,
                        fluent={"real held-out snippets": _e(0.9, 0.8, 0.95)}, shares=shares, nulls=["random"],
                        default_model="d", top_tau=1.0, taus=[0.7, 1.0], paper_models=["d", "s"], steps={"d": 200, "s": 600},
                        chains_per_tau=9, accuracy=_e(0.9, 0.85, 0.94), abl_diffs={1.0: _e(0.1, 0.0, 0.2)})
@@ -280,12 +281,12 @@ def test_ablation_row_follows_the_paired_differences():
     excess = {(m, 1.0, "gated"): _e(0.1, 0.0, 0.2) for m in ("s", "s-nopol")}
     kw = dict(abl_df=abl_df, excess=excess, ablation={"with": "s", "without": "s-nopol"}, top_tau=1.0,
               steps={"s": 600, "s-nopol": 600})
-    f, v = rows.ablation_claim(run=_run(True, 0.01), abl_diffs={}, **kw)
+    f, v = attractor.ablation_claim(run=_run(True, 0.01), abl_diffs={}, **kw)
     assert v.verdict == "reproduced" and f.paper_value == "(beyond the paper)"
     assert f.ours.startswith("paired difference in gated politics share (with - without) tau = 0.7: +0.020 [+0.010, +0.040]")
     assert "; excess over the regions not started in: s tau = 0.7 +0.300" in f.ours and "s-nopol tau = 1 +0.300" in f.ours
-    assert rows.ablation_claim(run=_run(True, -0.01), abl_diffs={}, **kw)[1].verdict == "partly"
-    f, v = rows.ablation_claim(run=None, abl_diffs={0.7: _e(-0.1, -0.2, 0.0), 1.0: _e(-0.05, -0.1, 0.01)}, **kw)
+    assert attractor.ablation_claim(run=_run(True, -0.01), abl_diffs={}, **kw)[1].verdict == "partly"
+    f, v = attractor.ablation_claim(run=None, abl_diffs={0.7: _e(-0.1, -0.2, 0.0), 1.0: _e(-0.05, -0.1, 0.01)}, **kw)
     assert v.verdict == "not reproduced"
     assert f.ours.startswith("politics time (gated, tau = 1) with 0.30 [0.20, 0.40], without 0.20 [0.10, 0.30]")
     assert f.headline == "paired difference, tau = 1: -0.05 [-0.10, +0.01]"
@@ -345,9 +346,9 @@ def test_record_helpers_keep_every_key():
                             **{f"{m} {p}": 0.5 for m in ("ever", "time_fraction", "returns", "first_entry")
                                for p in ("value", "lo", "hi")}}
                            for r in ("food", "politics") for s in ("food", "all") for lab in ("argmax", "gated")])
-    reg = rows.region_metrics(visits, "d", regions=["food", "politics"], starts=["food"], taus=[1.0])
+    reg = attractor.region_metrics(visits, "d", regions=["food", "politics"], starts=["food"], taus=[1.0])
     assert set(reg) == {"political", "control_regions"} and set(reg["control_regions"]) == {"food"}
     assert reg["political"]["all"]["1.0"]["gated"]["returns"] == {"value": 0.5, "lo": 0.5, "hi": 0.5}
     abl = pd.DataFrame([{"corpus": "c", "model": "s", "tau": 1.0, "region": "politics"}])
-    assert rows.ablation_metrics(abl, {"with": "s"}, {"s": {"top5": 0.5}}) == {
+    assert attractor.ablation_metrics(abl, {"with": "s"}, {"s": {"top5": 0.5}}) == {
         "with": {"model": "s", "card": {"top5": 0.5}, "regions": [{"tau": 1.0, "region": "politics"}]}}

@@ -7,9 +7,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pandas as pd
+import pytest
 
 from tokendyn.core.stats import Estimate
 from tokendyn.publish import verdicts
+from tokendyn.publish.chapters import attractor, trap_census
 from tokendyn.publish.chapters import basins as words
 
 
@@ -22,9 +24,15 @@ def _d(v, lo, hi, n=50):
 
 
 def test_setup_rule_and_recorded_settings_are_the_parameters():
-    w = words.setup_texts(["a", "b"], {"a": 200, "b": 600, "c": 600}, 18)
+    w = words.run_text(["a", "b"], {"a": 200, "b": 600, "c": 600}, 18)
     assert w == {"run_models": "two MLMs for the traps, three for the long chains, 18 chains each, 200 to 600 steps"}
-    assert words.rule_texts() == {"dwell_mark": "1,000", "rule_tau": "0.5", "min_examples": "5", "fluent_level": "0.5"}
+    assert words.run_text(["a", "b"]) == {"run_models": "two MLMs for the traps"}            # page 4.1: no long chains
+    assert words.run_text((), {"a": 200, "b": 600}, 18) == {"run_models": "two for the long chains, 18 chains each, "
+                                                                          "200 to 600 steps"}  # page 4.3
+    with pytest.raises(ValueError, match="needs trap_models or chain_steps"):
+        words.run_text()
+    assert words.rule_texts() == {"dwell_mark": "1,000", "rule_tau": "0.5"}
+    assert trap_census.rule_texts() == {"min_examples": "5", "fluent_level": "0.5"}
     census = {"provenance": {"params": {"min_traps": 64, "taus": [0.3, 0.5, 1.0]}}}
     assert words.census_texts(census, {"a": 17, "b": 15}) == {"live_traps": "15 to 17", "rec_min_traps": "64",
                                                               "rec_taus": "0.3, 0.5 and 1"}
@@ -33,9 +41,9 @@ def test_setup_rule_and_recorded_settings_are_the_parameters():
     assert words.basin_texts(basin, [{"n_tokens": 16}]) == {"basin_chains": "8", "basin_taus": "0.5 and 1", "basin_h": "2",
                                                             "basin_sites": "16", "basin_watch": "10,000"}
     att = {"provenance": {"params": {"chains": 34, "embed_every": 100, "n_fluency": 256}}}
-    assert words.attractor_texts(att, SimpleNamespace(chains=102, steps=10000)) == {
+    assert attractor.attractor_texts(att, SimpleNamespace(chains=102, steps=10000)) == {
         "att_per_topic": "34", "att_chains": "102", "att_steps": "10,000", "att_every": "100", "att_fluency": "256"}
-    assert words.corpus_texts({"sotu_share": 0.15}) == {"sotu_share": "15%"}
+    assert attractor.corpus_texts({"sotu_share": 0.15}) == {"sotu_share": "15%"}
 
 
 def test_ladder_words_are_chapter_twos_for_the_trap_rungs():
@@ -130,7 +138,7 @@ def _census(both_fluent, n_approx):
     examples = [{"model": "s", "dominance": 0.9, "top token": "pro", "perfect trap": True},
                 {"model": "d", "dominance": 0.4, "top token": "the", "perfect trap": False}]
     v7 = verdicts.claim_7({"d": Estimate(both_fluent / 17, 0, 1, 17)}, n_approx, 16)
-    return words.census_md(default_model="d", fluency=fluency, low=low, approx_chains=1, min_tau=0.7, rep=rep,
+    return trap_census.census_md(default_model="d", fluency=fluency, low=low, approx_chains=1, min_tau=0.7, rep=rep,
                            examples=examples, steps={"d": 200, "s": 600}, chains_per_cell=9, n_approx=n_approx, n_rep=16,
                            v7=v7)
 
@@ -166,7 +174,7 @@ def _attractor(run):
                            for lab, s in ss.items()])
     v8 = verdicts.claim_8({k[:2]: r.excess for k, r in run.tests.items()}, {k[:2]: r.null for k, r in run.tests.items()},
                           run.politics_fluent, run.real_fluent, run.ablation, chains=run.chains, steps=run.steps)
-    return words.attractor_md(shares=shares, nulls=["random", "shuffled"], live_chains=9, live_steps=[200, 600],
+    return attractor.attractor_md(shares=shares, nulls=["random", "shuffled"], live_chains=9, live_steps=[200, 600],
                               live_excess=_e(0.1, 0.02, 0.2), top_tau=1.0, run=run, v8=v8)
 
 
@@ -183,15 +191,17 @@ def test_attractor_paragraph_names_where_politics_beats_its_null():
 
 def test_ablation_words_follow_each_interval():
     v = verdicts.paired_differences(_run(False, 0.023).ablation)
-    text = words.ablation_md(run=_run(False, 0.023), v_abl=v, live_chains=9)
+    text = attractor.ablation_md(run=_run(False, 0.023), v_abl=v, live_chains=9)
     for part in ("in the data? Partly.", "-0.011 [-0.038, +0.017] at τ = 0.7, +0.049 [+0.023, +0.075] at τ = 1",
                  "At $\\tau$ = 0.7 there is no difference to see; at $\\tau$ = 1 the corpus accounts for a share",
                  "`s`'s political region does not beat its null", "on 9 chains"):
         assert part in text, part
-    beaten = words.ablation_md(run=_run(True, -0.01), v_abl=verdicts.paired_differences(_run(True, -0.01).ablation), live_chains=9)
+    beaten = attractor.ablation_md(run=_run(True, -0.01), v_abl=verdicts.paired_differences(_run(True, -0.01).ablation), live_chains=9)
     assert "Not reproduced." in beaten and "accounts for" not in beaten and "does not beat its null" not in beaten
 
 
 def test_setting_paragraph_reads_sizes_and_steps():
     text = words.setting_md(sizes={"a": 22.7e6, "b": 4.4e6}, steps={"a": 200, "b": 600}, chains_per_tau=9)
     assert "(4.4 to 22.7 million parameters" in text and "200 to 600 steps and 9 chains per temperature" in text
+    traps_only = words.setting_md(sizes={"a": 22.7e6, "b": 4.4e6})      # page 4.1: the exact parts, no chains
+    assert "chains per temperature" not in traps_only and "do not depend on scale" in traps_only

@@ -42,8 +42,11 @@ def test_every_chapter_checks_its_parameters_in_one_call():
     ("03_phase_transition", {"drift_budget_factor": 50.0}, "drift_budget_factor=50.0 is out of range"),
     ("03_phase_transition", {"recorded_runs": "runs/x.json"}, "give a list of paths"),
     ("04_basins", {"hamming_h": 40}, "hamming_h=40 is out of range"),
-    ("04_basins", {"embed_every": 7}, "must be a multiple of embed_every=7"),
-    ("04_basins", {"ablation": {"with": "nope", "without": "x"}}, "ablation['with']='nope' is not allowed"),
+    ("04_basins_census", {"hamming_h": 16}, "hamming_h=16 is out of range"),
+    ("04_basins_census", {"segment_steps": 7, "record_every": 2}, "record_every=2 must divide segment_steps=7"),
+    ("04_basins_census", {"attractor_steps": {"minilm-mlm": 201}, "record_every": 2}, "must be a multiple of record_every=2"),
+    ("04_basins_attractor", {"embed_every": 7}, "must be a multiple of embed_every=7"),
+    ("04_basins_attractor", {"ablation": {"with": "nope", "without": "x"}}, "ablation['with']='nope' is not allowed"),
     ("05_tube_law", {"n_terminal": 1}, "n_terminal=1 is out of range"),
     ("05_tube_law", {"toy_spacings": {}}, "toy_spacings must be a non-empty dict"),
     ("06_dabi_cci", {"reference_norm": 0.123}, "reference_norm=0.123 is not allowed"),
@@ -62,9 +65,9 @@ def test_a_missing_parameter_or_chapter_is_named():
     del p["n_tokens"]
     with pytest.raises(KeyError, match="'n_tokens' is not defined"):
         chapter_params.check("00_getting_started", p)
-    p = defaults("04_basins")
+    p = defaults("04_basins_attractor")
     del p["ablation"]  # read only by derived checks, which name what they read
     with pytest.raises(KeyError, match="'ablation' is not defined"):
-        chapter_params.check("04_basins", p)
+        chapter_params.check("04_basins_attractor", p)
     with pytest.raises(KeyError, match="no parameter rules"):
         chapter_params.check("99_nowhere", p)

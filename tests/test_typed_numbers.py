@@ -22,6 +22,8 @@ PINNED = {
     "book/02_rectangle_test.ipynb": 0,
     "book/03_phase_transition.ipynb": 0,
     "book/04_basins.ipynb": 0,
+    "book/04_basins_attractor.ipynb": 0,
+    "book/04_basins_census.ipynb": 0,
     "book/05_tube_law.ipynb": 0,
     "book/06_dabi_cci.ipynb": 0,
     "book/07_escapes.ipynb": 0,
@@ -39,8 +41,9 @@ PINNED = {
 def test_glued_referenced_defining_and_paper_numbers_are_not_typed():
     text = ("{glue:text}`grid_tau_star` at [Chapter 6](06_dabi_cci.ipynb) and Figure 5.2 (Wang 2026); the paper's "
             "10-33x and 12-41%; $n = 8$ and $1/\\sqrt{d}$; 95% intervals\n1. first item; Paper 2's claim; a top-5 probe, distinct-2 and seq-rep-4; Theorem 17; layer 12 and layer-11 states"
-            "\n## 3. A numbered section")
+            "\n## 3. A numbered section; pages 4.2 and 4.3, [4.2 A trap census](04_basins_census.ipynb) and [5.2](x.ipynb)")
     assert typed_numbers(text) == []
+    assert typed_numbers("[4.2 traps in 3 chains](x.ipynb) but 4.2 alone") == ["3", "4.2"]  # only the page number is excused
 
 
 def test_typed_results_are_found_in_prose_math_and_html():

@@ -71,3 +71,13 @@ def results_dir() -> Path:
         return Path(env)
     root = repo_root()
     return (root if root is not None else Path.cwd()) / "_build" / "results"
+
+
+def shared_runs_dir() -> Path:
+    """Where a chapter's pages share their expensive runs: ``TOKENDYN_SHARED_RUNS`` or
+    ``<repo>/_build/shared`` (build output: never committed, removed by ``make test`` first)."""
+    env = os.environ.get("TOKENDYN_SHARED_RUNS")
+    if env:
+        return Path(env)
+    root = repo_root()
+    return (root if root is not None else Path.cwd()) / "_build" / "shared"

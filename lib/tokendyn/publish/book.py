@@ -33,6 +33,7 @@ from . import plotting  # noqa: E402
 
 if TYPE_CHECKING:
     import pandas as pd
+    from ..core.checkpoint import Store
     from pandas.io.formats.style import Styler
 from ..core.checks import check_range  # noqa: E402
 
@@ -113,6 +114,44 @@ def setup(chapter: str | int) -> Setup:
     plotting.number_figures(chapter)
     dev = devices.default_device()
     return Setup(dev, n, devices.default_dtype(dev))
+
+
+FLOAT_ORDER_VARS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR")
+"""Environment variables that choose the CPU kernels, and so the order in which floats are added."""
+
+
+def float_order() -> str:
+    """A short fingerprint of what decides how this process adds floats: the CPU model, torch's
+    version, its thread count, the default device and :data:`FLOAT_ORDER_VARS`. Two runs with the
+    same fingerprint take the same seeded paths."""
+    import hashlib
+    import platform
+
+    cpu = platform.processor()
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    parts = [cpu, torch.__version__, str(torch.get_num_threads()), str(devices.default_device())]
+    parts += [f"{k}={os.environ.get(k, '')}" for k in FLOAT_ORDER_VARS]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
+
+
+def shared_store(chapter: str, checkpoint_dir: str | os.PathLike[str] | None = None) -> Store:
+    """The checkpoint store the pages of ``chapter`` share, so that a run two pages need is made
+    once: the first page computes and records it, the next reads it (a page run alone computes it).
+
+    ``checkpoint_dir`` (a page's parameter) when given; else ``shared_runs_dir()/<chapter>/<float
+    order>`` (:func:`float_order`): a page never reads a run made under another float order, so
+    checking a page under several float orders checks its own chains. The store keys every cell by
+    its parameters and model (:class:`~tokendyn.core.checkpoint.Store`).
+    """
+    from ..core.checkpoint import Store
+    from ..core.paths import shared_runs_dir
+
+    if checkpoint_dir is not None:
+        return Store(checkpoint_dir)
+    return Store(shared_runs_dir() / chapter / float_order())
 
 
 def progress_enabled() -> bool:

@@ -114,10 +114,12 @@ class Derived:
 
 
 def _every_step_count(p: Params) -> None:
+    # a page that embeds states (4.3) needs whole strides of embed_every; page 4.2 records every record_every
+    every, what = (p["embed_every"], "embed_every") if "embed_every" in p else (p["record_every"], "record_every")
     for name, steps in p["attractor_steps"].items():
-        check_range(f"attractor_steps[{name!r}]", steps, p["embed_every"], None, integer=True)
-        if steps % p["embed_every"] or steps % p["record_every"]:
-            raise ValueError(f"attractor_steps[{name!r}]={steps} must be a multiple of embed_every={p['embed_every']}")
+        check_range(f"attractor_steps[{name!r}]", steps, every, None, integer=True)
+        if steps % every or steps % p["record_every"]:
+            raise ValueError(f"attractor_steps[{name!r}]={steps} must be a multiple of {what}={every}")
 
 
 def _spacings(name: str, v: Any, p: Params) -> None:
@@ -133,6 +135,15 @@ def _runs_listed(name: str, v: Any, p: Params) -> None:
 
 
 SEED = ("seed", integer(0))
+_CHAIN_STARTS = (
+    ("attractor_tokens", integer(4, 510)), ("chains_per_cell", integer(1)), ("region_topics", each(choice(TOPICS))),
+    Derived("'politics' in region_topics", ("region_topics",), lambda p: "politics", choice(lambda p: p["region_topics"])),
+    ("start_topics", each(choice(lambda p: [r for r in p["region_topics"] if r != "politics"]))),
+    ("n_train", integer(2)), ("n_val", integer(2)),
+)
+"""The long chains' starts (chapter 4's pages 4.2 and 4.3 draw the same ones): their length, chains a
+start topic, and the topic split they come from."""
+
 RULES: dict[str, list[tuple[str, Check] | Derived]] = {
     "00_getting_started": [
         SEED, ("topics", each(choice(TOPICS))), ("n_per_topic", integer(2)), ("fill_topic", choice(TOPICS)),
@@ -169,16 +180,33 @@ RULES: dict[str, list[tuple[str, Check] | Derived]] = {
         ("n_boot", integer(100)), ("record_to", recordable()),
     ],
     "04_basins": [
-        ("mlm_names", model_list()),
-        Derived("attractor_steps", ("attractor_steps",), lambda p: list(p["attractor_steps"]), model_list()),
-        ("n_tokens", integer(4, 510)), ("recorded_trap_ladder", json_path("scripts/record_traps.py")),
+        ("mlm_names", model_list()), ("n_tokens", integer(4, 510)),
+        ("recorded_trap_ladder", json_path("scripts/record_traps.py")),
         ("n_starts", integer(lambda p: len(p["start_topics"]))), ("max_sweeps", integer(1)),
-        ("arrhenius_taus", each(tau())), ("basin_taus", each(tau())), ("attractor_taus", each(tau())),
+        ("arrhenius_taus", each(tau())), ("basin_taus", each(tau())),
         ("fit_taus", integer(2, lambda p: len(p["arrhenius_taus"]))), ("dwell_q", each(number(0.0, 0.5, lo_open=True))),
         ("dwell_chains", integer(10)), ("dwell_steps", integer(1)), ("basin_traps", integer(1)),
-        ("basin_moves", integer(1)), ("approx_starts", integer(1, lambda p: p["n_starts"])), ("approx_tau", tau()),
+        ("basin_moves", integer(1)), ("hamming_h", integer(0, lambda p: p["n_tokens"] - 1)),
+        ("start_topics", each(choice([t for t in TOPICS if t != "politics"]))), SEED,
+        ("recorded_traps", path_or_none()), ("recorded_basin", path_or_none()),
+    ],
+    "04_basins_census": [
+        ("mlm_names", model_list()),
+        Derived("attractor_steps", ("attractor_steps",), lambda p: list(p["attractor_steps"]), model_list()),
+        ("n_tokens", integer(4, 510)), ("n_starts", integer(lambda p: len(p["start_topics"]))), ("max_sweeps", integer(1)),
+        ("attractor_taus", each(tau())), ("basin_moves", integer(1)),
+        ("approx_starts", integer(1, lambda p: p["n_starts"])), ("approx_tau", tau()),
         ("hamming_h", integer(0, lambda p: min(p["n_tokens"], p["attractor_tokens"]) - 1)), ("min_dwell", integer(1)),
         ("repeat_share", number(0.0, 1.0, lo_open=True)), ("record_every", integer(1)),
+        ("segment_steps", integer(lambda p: p["record_every"])),
+        ("attractor_steps", lambda name, v, p: _every_step_count(p)),
+        ("record_every", rule(lambda p: not p["segment_steps"] % p["record_every"],
+                              "record_every={record_every} must divide segment_steps={segment_steps}")),
+        *_CHAIN_STARTS, SEED,
+    ],
+    "04_basins_attractor": [
+        Derived("attractor_steps", ("attractor_steps",), lambda p: list(p["attractor_steps"]), model_list()),
+        ("attractor_taus", each(tau())), ("repeat_share", number(0.0, 1.0, lo_open=True)), ("record_every", integer(1)),
         ("embed_every", integer(lambda p: p["record_every"])), ("segment_steps", integer(lambda p: p["record_every"])),
         ("attractor_steps", lambda name, v, p: _every_step_count(p)),
         ("record_every", rule(lambda p: not (p["embed_every"] % p["record_every"] or p["segment_steps"] % p["record_every"]),
@@ -188,13 +216,9 @@ RULES: dict[str, list[tuple[str, Check] | Derived]] = {
                 choice(lambda p: list(p["attractor_steps"]))),
         Derived("ablation['without']", ("ablation", "attractor_steps"), lambda p: p["ablation"].get("without"),
                 choice(lambda p: list(p["attractor_steps"]))),
-        ("attractor_tokens", integer(4, 510)), ("chains_per_cell", integer(1)), ("region_topics", each(choice(TOPICS))),
-        Derived("'politics' in region_topics", ("region_topics",), lambda p: "politics",
-                choice(lambda p: p["region_topics"])),
-        ("start_topics", each(choice(lambda p: [r for r in p["region_topics"] if r != "politics"]))),
-        ("n_train", integer(2)), ("n_val", integer(2)), ("keep_real", number(0.0, 1.0, lo_open=True)),
+        *_CHAIN_STARTS, ("keep_real", number(0.0, 1.0, lo_open=True)),
         ("knn", integer(1, lambda p: p["n_train"])), ("n_null", integer(10)), ("n_fluency", integer(4)), SEED,
-        ("recorded_traps", path_or_none()), ("recorded_basin", path_or_none()), ("recorded_attractor", path_or_none()),
+        ("recorded_attractor", path_or_none()),
     ],
     "05_tube_law": [
         SEED, ("n_text", integer(2, 1345)), ("n_terminal", integer(0, 1345)),

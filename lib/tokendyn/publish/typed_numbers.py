@@ -42,8 +42,9 @@ _STRIP = [
     re.compile(r"```.*?```", re.S),                 # code blocks
     re.compile(r"`[^`]*`"),                         # code spans (names, parameters, commands)
     re.compile(r"</?[A-Za-z][^<>\n]*>"),            # HTML tags and their attributes (not "a < 1 and b > 2")
+    re.compile(r"\[\d+(?:\.\d+)+(?=(?:\s[^\]]*)?\]\()"),  # a page's number opening a link to it ([4.2 A trap census](...))
     re.compile(r"\]\([^)]*\)"),                     # link targets
-    re.compile(r"(?i)\b(?:chapter|chapters|figure|figures|fig\.|table|section|claim|claims|part|appendix|step|paper|theorem|layer)s?[\s-]+"
+    re.compile(r"(?i)\b(?:chapter|chapters|figure|figures|fig\.|table|section|claim|claims|part|appendix|step|paper|theorem|layer|page)s?[\s-]+"
                r"\d+(?:\.\d+)?(?:\s*(?:,|and|to|-)\s*\d+(?:\.\d+)?)*"),  # the book's parts, Paper 1 / 2, a model's layer 12
     re.compile(r"(?m)^\s*\d+\.\s"),                 # numbered-list markers
     re.compile(r"\b(?:top|distinct|seq-rep)-\d+\b"),   # metric names (top-5, distinct-2, seq-rep-4), not results

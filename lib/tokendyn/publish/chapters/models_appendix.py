@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import count_words, join_words
 
 __all__ = ["TOP5_TARGET", "COPY_TARGET", "BERT_PRETRAINING", "fraction_words", "corpus_words",
            "quality_words", "stage_words", "ladder_words", "bert_gap_words", "latent_table", "reading_words", "target_words"]
@@ -33,20 +34,8 @@ BERT_PRETRAINING: dict[str, Any] = {
 """BERT-base's pre-training as Devlin et al. (2019, section A.2) report it: not ours, so not in any
 record here; its architecture is read from ``transformers.BertConfig()``'s defaults instead."""
 
-_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 _FRACTIONS = {2: "half", 3: "a third", 4: "a quarter", 5: "a fifth", 6: "a sixth", 7: "a seventh",
               8: "an eighth", 9: "a ninth", 10: "a tenth"}
-
-
-def _count(n: int) -> str:
-    """``n`` in words up to ten (prose style), digits above."""
-    return _NUMBER_WORDS[n] if 0 <= n < len(_NUMBER_WORDS) else f"{n:,}"
-
-
-def _join(items: Sequence[str]) -> str:
-    """``["1", "2", "3"]`` -> ``"1, 2 and 3"``."""
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _pct(x: float) -> str:
@@ -141,8 +130,8 @@ def stage_words(stages: Sequence[Mapping[str, Any]], *, trained_layers: int,
         else:
             w += f" for {st['steps']:,} steps"
         parts.append(w)
-    return {"trained_layers": _count(trained_layers), "first_stage": first_md,
-            "more_stages": _count(len(stages) - 1), "ul_stages": "; ".join(parts) + "." if parts else ""}
+    return {"trained_layers": count_words(trained_layers, zero="zero", through=10), "first_stage": first_md,
+            "more_stages": count_words(len(stages) - 1, zero="zero", through=10), "ul_stages": "; ".join(parts) + "." if parts else ""}
 
 
 def ladder_words(ladder: Mapping[str, tuple[str, int]], metas: Mapping[str, Mapping[str, Any]],
@@ -159,7 +148,7 @@ def ladder_words(ladder: Mapping[str, tuple[str, int]], metas: Mapping[str, Mapp
     top, base = rungs[-1], metas[base_model]
     tr = metas[top]["training"]
     minilm = [n for n in rungs if ladder[n][0] == "minilm"]
-    depths = {fam: _join([str(d) for d in sorted(d for f, d in ladder.values() if f == fam)]) for fam in ("mpnet", "minilm")}
+    depths = {fam: join_words([str(d) for d in sorted(d for f, d in ladder.values() if f == fam)]) for fam in ("mpnet", "minilm")}
     w = {"cache_windows": f"{tr['max_windows']:,}", "mask_share": _pct(tr["mask_rate"]), "head_steps": f"{tr['steps']:,}",
          "head_batch": f"{tr['batch']}", "mpnet_depths": depths["mpnet"], "minilm_depths": depths["minilm"],
          "top_params": f"{metas[top]['n_params'] / 1e6:.1f}M", "top_head_mb": f"{metas[top]['weights_bytes'] / 1e6:.1f} MB"}
@@ -181,7 +170,7 @@ def ladder_words(ladder: Mapping[str, tuple[str, int]], metas: Mapping[str, Mapp
     params = [metas[n]["n_params"] for n in rungs]
     without, full = params[-1] / params[1], params[-1] / params[0]
     lo, hi = ladder[rungs[1]][1], ladder[top][1]
-    added = _count(ladder[rungs[0]][1])
+    added = count_words(ladder[rungs[0]][1], zero="zero", through=10)
     if without < min_span:
         gap = "a hair under" if without > 0.99 * min_span else "under"
         w["span"] = (f"the {lo}-to-{hi}-layer ladder spans {_under(without, min_span)}x in parameters, {gap} the "
@@ -254,12 +243,12 @@ def reading_words(bar: float, family: Mapping[str, int], top5: Mapping[str, floa
     label = f"`{prefix}{'/'.join(str(family[n]) for n in names)}`"
     short = [n for n in names if top5[n] < bar]
     if short:
-        note = (_join([f"`{n}` (top-5 {top5[n]:.2f})" for n in short])
+        note = (join_words([f"`{n}` (top-5 {top5[n]:.2f})" for n in short])
                 + (" falls" if len(short) == 1 else " fall") + " short of the bar and"
                 + (" is" if len(short) == 1 else " are") + " marked where it appears")
     else:
         note = "every member clears the bar"
-    md = f"{label} (all-MiniLM-L6-v2 cut to {_join([str(family[n]) for n in names])} layers, one recipe; {note})"
+    md = f"{label} (all-MiniLM-L6-v2 cut to {join_words([str(family[n]) for n in names])} layers, one recipe; {note})"
     return {"context_bar": f"{bar:.2f}", "family": md}
 
 

@@ -23,7 +23,7 @@ from ...analysis.size import LadderReading, span
 from ...core.stats import Estimate
 from .. import claims, verdicts
 from ..book import below
-from . import default
+from . import default, join_words
 
 __all__ = ["BACKBONES", "rule_texts", "family_texts", "ladder_texts", "summary_texts", "ladder_lines", "ladder_table",
            "ladder_frame", "claim1_points", "control_metrics", "live_metrics", "ladder_metrics", "findings",
@@ -44,11 +44,6 @@ def _m_range(params: Sequence[float]) -> str:
     return lo if lo == hi else f"{lo}-{hi}"
 
 
-def _list(values: Sequence[Any]) -> str:
-    vs = [str(v) for v in values]
-    return vs[0] if len(vs) == 1 else ", ".join(vs[:-1]) + " and " + vs[-1]
-
-
 def rule_texts() -> dict[str, str]:
     """The thresholds the page states, from the rules' defaults: claim 1's factor around the paper's
     range (``c1_factor``), claim 3's floor (``c3_floor``) and the span one backbone must cover
@@ -64,7 +59,7 @@ def family_texts(sizes: Mapping[str, float], depths: Mapping[str, int], family: 
     if not family:
         return dict.fromkeys(("fam_depths", "fam_span"), "not loaded")
     lo, hi = min(sizes[m] for m in family), max(sizes[m] for m in family)
-    return {"fam_depths": _list([depths[m] for m in family]), "fam_span": f"{lo:.1f}M to {hi:.1f}M parameters, {hi / lo:.1f}x"}
+    return {"fam_depths": join_words([depths[m] for m in family]), "fam_span": f"{lo:.1f}M to {hi:.1f}M parameters, {hi / lo:.1f}x"}
 
 
 def ladder_texts(rungs: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, str]:
@@ -74,7 +69,7 @@ def ladder_texts(rungs: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) ->
     by = {e: sorted((r for r in rungs if r["encoder"] == e), key=lambda r: r["params"]) for e in BACKBONES}
     params = [r["params"] for r in rungs]
     return {"ladder_range": f"{_m(min(params))} to {_m(max(params))}",
-            "ladder_cuts": " and ".join(f"{BACKBONES[e]} cut to {_list([r['layers'] for r in rs])} layers "
+            "ladder_cuts": " and ".join(f"{BACKBONES[e]} cut to {join_words([r['layers'] for r in rs])} layers "
                                         f"({rs[0]['params'] / 1e6:.1f}M to {rs[-1]['params'] / 1e6:.1f}M parameters)"
                                         for e, rs in by.items() if rs),
             "ladder_span": f"{max(params) / min(params):.1f}x",
@@ -104,7 +99,7 @@ def summary_texts(*, judged: Mapping[str, Estimate], paper_range: tuple[float, f
     fall = by_gap[by_gap.columns.min()] / by_gap[by_gap.columns.max()]
     plain = {m.removesuffix(" (recorded)"): m for m in inside}
     return {"inside_range": ", ".join(plain) or "none",
-            "inside_sizes": _list([f"{m} ({_m(params[m])})" for m in plain if m in params]) or "none of the rungs",
+            "inside_sizes": join_words([f"{m} ({_m(params[m])})" for m in plain if m in params]) or "none of the rungs",
             "above_sizes": _m_range([r["params"] for r in above]) if above else "no rung",
             "base_delta": raw[base].fmt(".2f"), "top_delta": raw[top].fmt(".2f"),
             "minilm_range": f"{min(minilm):.2f}-{max(minilm):.2f}" if minilm else "no MiniLM rung",
