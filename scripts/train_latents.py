@@ -183,7 +183,7 @@ def train_image(quick: bool, ckpt: Path) -> None:
            "training": p, "reconstruction_mse": {k: round(v, 6) for k, v in mse.items()}}
     cfg = write_config(d, "image", cfg, losses, t_start)
     write_readme(d, "image-latent: a convolutional autoencoder on 8x8 digits, and its flow", f"""
-A VAE analogue for the tube-law chapter (book/05_tube_law.ipynb), trained by this repository.
+A VAE analogue for the tube-law chapter (its image page, book/05_tube_law_image.ipynb), trained by this repository.
 
 - Data: scikit-learn's bundled `load_digits` (1,797 8x8 images, scaled to [0, 1]); every
   {p['heldout_every']}th image is held out: {len(train_x)} train, {len(held_x)} held-out.

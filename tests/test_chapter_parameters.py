@@ -15,7 +15,7 @@ CASES = [
     ("03_phase_transition.ipynb", {"shape_run": "runs/other.json"}, "shape_run='runs/other.json': must be one of"),
     ("04_basins.ipynb", {"hamming_h": -1}, "hamming_h=-1 is out of range"),
     ("05_tube_law.ipynb", {"method": "rk4"}, "method='rk4' is not allowed"),
-    ("05_tube_law.ipynb", {"recorded_ladder": 5}, "recorded_ladder must be a path under data/"),
+    ("05_tube_law_map.ipynb", {"recorded_ladder": 5}, "recorded_ladder must be a path under data/"),
     ("06_dabi_cci.ipynb", {"reference_norm": 0.5}, "reference_norm=0.5 is not allowed"),
     ("06_dabi_cci.ipynb", {"recorded_ladder": 5}, "recorded_ladder must be a path under data/"),
     ("07_escapes.ipynb", {"reference_k": 3}, "reference_k=3 is not allowed"),

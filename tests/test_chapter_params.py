@@ -48,7 +48,7 @@ def test_every_chapter_checks_its_parameters_in_one_call():
     ("04_basins_attractor", {"embed_every": 7}, "must be a multiple of embed_every=7"),
     ("04_basins_attractor", {"ablation": {"with": "nope", "without": "x"}}, "ablation['with']='nope' is not allowed"),
     ("05_tube_law", {"n_terminal": 1}, "n_terminal=1 is out of range"),
-    ("05_tube_law", {"toy_spacings": {}}, "toy_spacings must be a non-empty dict"),
+    ("05_tube_law_map", {"toy_spacings": {}}, "toy_spacings must be a non-empty dict"),
     ("06_dabi_cci", {"reference_norm": 0.123}, "reference_norm=0.123 is not allowed"),
     ("07_escapes", {"diffusion_steps": 10_000}, "diffusion_steps=10000 is out of range"),
     ("appendix_performance", {"fidelity_tau_coupling": 0.0}, "fidelity_tau_coupling=0.0 is out of range"),

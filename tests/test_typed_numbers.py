@@ -25,6 +25,8 @@ PINNED = {
     "book/04_basins_attractor.ipynb": 0,
     "book/04_basins_census.ipynb": 0,
     "book/05_tube_law.ipynb": 0,
+    "book/05_tube_law_image.ipynb": 0,
+    "book/05_tube_law_map.ipynb": 0,
     "book/06_dabi_cci.ipynb": 0,
     "book/07_escapes.ipynb": 0,
     "book/appendix_models.ipynb": 0,

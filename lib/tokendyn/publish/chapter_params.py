@@ -223,17 +223,25 @@ RULES: dict[str, list[tuple[str, Check] | Derived]] = {
     "05_tube_law": [
         SEED, ("n_text", integer(2, 1345)), ("n_terminal", integer(0, 1345)),
         ("n_terminal", rule(lambda p: p["n_terminal"] != 1, "n_terminal=1 is out of range: allowed 0 (all) or [2, 1345]")),
-        ("n_images", integer(2, 180)), ("steps", each(integer(2, 1024))), ("terminal_steps", each(integer(1, 4096))),
+        ("steps", each(integer(2, 1024))), ("terminal_steps", each(integer(1, 4096))),
         ("steps", rule(lambda p: 8 in p["steps"], "steps={steps!r} is not allowed: it must include 8 (kappa is fitted on K = 8)")),
         ("t0_grid", each(number(0.0, 1.0, lo_open=True))), ("method", choice(["euler", "heun"])),
-        ("small_s", number(0.0, lo_open=True)), ("geometry_steps", each(integer(2, 1024))),
+        ("small_s", number(0.0, lo_open=True)), ("recorded_terminal", path_or_none()), ("record_to", recordable()),
+    ],
+    "05_tube_law_map": [
+        SEED, ("n_text", integer(2, 1345)), ("n_terminal", integer(0, 1345)),
+        ("n_terminal", rule(lambda p: p["n_terminal"] != 1, "n_terminal=1 is out of range: allowed 0 (all) or [2, 1345]")),
+        ("terminal_steps", each(integer(1, 4096))), ("geometry_steps", each(integer(2, 1024))),
         ("geometry_steps", rule(lambda p: set(p["geometry_steps"]) <= set(p["terminal_steps"]),
                                 "geometry_steps={geometry_steps!r} is not allowed: each must be in "
                                 "terminal_steps={terminal_steps!r}")),
         ("toy_d", integer(2, 4096)), ("toy_tokens", integer(2, 4096)), ("toy_sigma", number(0.0, lo_open=True)),
         ("toy_spacings", _spacings), ("toy_dims", each(integer(1, 4096))), ("toy_windows", integer(2, 100_000)),
-        ("recorded_terminal", path_or_none()), ("recorded_ladder", path_or_none()), ("recorded_map", path_or_none()),
-        ("record_to", recordable()),
+        ("recorded_ladder", path_or_none()), ("recorded_map", path_or_none()),
+    ],
+    "05_tube_law_image": [
+        SEED, ("n_text", integer(2, 1345)), ("n_images", integer(2, 180)), ("steps", each(integer(2, 1024))),
+        ("t0_grid", each(number(0.0, 1.0, lo_open=True))), ("method", choice(["euler", "heun"])),
     ],
     "06_dabi_cci": [
         SEED, ("n_tokens", integer(64, 16384)), ("n_digits", integer(2, 180)), ("n_faces", integer(2, 10)),

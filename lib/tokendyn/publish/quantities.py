@@ -30,7 +30,7 @@ class Shared:
 _LADDER = ("chapter 5's recorded generator ladder (runs/05_tube_law-ladder.json), the shipped contextual "
            "flow's rung: DABI of its terminal residual at K = {k}, over the ladder's held-out tokens")
 SHARED: dict[str, Shared] = {
-    f"flow-dabi-recorded-K{k}": Shared(_LADDER.format(k=k), ".3g", ("book/05_tube_law", "book/06_dabi_cci"))
+    f"flow-dabi-recorded-K{k}": Shared(_LADDER.format(k=k), ".3g", ("book/05_tube_law_map", "book/06_dabi_cci"))
     for k in (4, 8, 16)
 }
 
