@@ -19,6 +19,7 @@ CASES = [
     ("06_dabi_cci.ipynb", {"reference_norm": 0.5}, "reference_norm=0.5 is not allowed"),
     ("06_dabi_cci.ipynb", {"recorded_ladder": 5}, "recorded_ladder must be a path under data/"),
     ("07_escapes.ipynb", {"reference_k": 3}, "reference_k=3 is not allowed"),
+    ("07_escapes_decoders.ipynb", {"retrain_lr": 2.0}, "retrain_lr=2.0 is out of range"),
 ]
 
 

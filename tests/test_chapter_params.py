@@ -51,6 +51,7 @@ def test_every_chapter_checks_its_parameters_in_one_call():
     ("05_tube_law_map", {"toy_spacings": {}}, "toy_spacings must be a non-empty dict"),
     ("06_dabi_cci", {"reference_norm": 0.123}, "reference_norm=0.123 is not allowed"),
     ("07_escapes", {"diffusion_steps": 10_000}, "diffusion_steps=10000 is out of range"),
+    ("07_escapes_decoders", {"n_mc": 10}, "n_mc=10 is out of range"),
     ("appendix_performance", {"fidelity_tau_coupling": 0.0}, "fidelity_tau_coupling=0.0 is out of range"),
 ])
 def test_a_bad_value_fails_by_name(chapter, change, message):

@@ -1,6 +1,7 @@
 """Chapter 7's assembly (tokendyn.publish.chapters.escapes) on constructed records and tables: claim
 14 reads the recorded run when it has the shipped flow, its position is said against the rule's own
-thresholds, and the intervention words are the table's numbers."""
+thresholds, the intervention words are the table's numbers, and each page (7.1, 7.2) gets its own
+rows, thresholds and summary."""
 
 from __future__ import annotations
 
@@ -64,6 +65,37 @@ def test_why_texts_quote_the_intervention_table():
                                           "iv_training": "1,200 steps of 256 tokens on 4,096 windows"}
 
 
+def test_each_page_states_its_own_rules_thresholds():
+    assert escapes.rule_texts() == {"c13_texts": "64", "c13_tokens": "128", "c13_rise": "0.10", "c14_factor": "2x",
+                                    "c14_weaker": "1.15", "c14_band_lo": "2.9"}
+    assert escapes.decoder_rule_texts() == {"c15_changed": "5%", "tube_share": "2%"}
+
+
+IV = pd.DataFrame({"flip": [0.112, 0.099, 0.193, 0.100, 0.107], "lo": [0.106, 0.093, 0.184, 0.094, 0.101],
+                   "hi": [0.119, 0.106, 0.201, 0.106, 0.114], "tokens": [16384] * 5,
+                   "changed": [0.0, 0.074, 0.119, 0.07, 0.096], "dabi": [380.4, 510.0, 360.0, 670.0, 550.0],
+                   "ode_ppl": [548, 807, 1141, 336, 2128], "ode_ppl_lo": [494, 721, 999, 306, 1886],
+                   "ode_ppl_hi": [606, 904, 1302, 372, 2381]},
+                  index=["shipped (CE)", "CE, retrained", *escapes.INTERVENTIONS])
+
+
+def test_decoder_findings_are_claim_15_and_the_stiffness_law():
+    f15, stiff = escapes.decoder_findings(w=IV, src="the recorded run", recovered=[], reference_k=4, stiffness=(0.85, 0.94),
+                                          line_slope=1.03, m_range=(64, 1024), n_mc=20000)
+    assert f15.claim == 15 and f15.verdict == "partly"   # powered, nothing recovered, the hinge's text better
+    assert f15.ours == "shipped (CE) 11.2%; CE, retrained 9.9%; label smoothing 19.3%; hinge 10.0%; 2-layer MLP 10.7%"
+    assert f15.basis == "K = 4 oracle roll-in, 16384 tokens, the recorded run; against retrained CE, recovered: none"
+    assert stiff.ours == "S/sqrt(ln M) in [0.85, 0.94] for M = 64-1024; line slope 1.03" and stiff.verdict == "reproduced"
+
+
+def test_decoder_reading_quotes_the_table_and_the_theory_check():
+    text = escapes.decoder_reading(reference_k=4, w=IV.loc[["shipped (CE)", "hinge"]], src="the recorded run",
+                                   stiffness=(0.851, 0.94), m_range=(64, 1024), line_slope=1.031)
+    assert "(the recorded run). $K = 4$ terminal flips: shipped (CE) 11.2%; hinge 10.0%;" in text
+    assert "DABI shipped (CE) 380, hinge 670." in text and "stays in [0.85,\n  0.94] from $M$ = 64 to 1024" in text
+    assert "slope\n  1.03 in $M$" in text
+
+
 def test_ladder_metrics_keep_every_generator_and_k():
     rec = {(r["generator"], r["K"], r["sampler"]): r for r in ROWS}
     out = escapes.ladder_metrics(rec)
@@ -80,6 +112,6 @@ def test_record_interventions_writes_the_table_and_the_command_that_remakes_it(t
     rows, meta = results.load_rows(path)
     assert path == tmp_path / "runs" / "iv.json" and meta["kind"] == "readout_interventions"
     assert [r["readout"] for r in rows] == ["shipped (CE)", "hinge"] and rows[0]["flip"] == 0.11
-    assert meta["command"] == ("papermill book/07_escapes.ipynb out.ipynb --cwd book -p seed 3 -p retrain_steps 1200 "
+    assert meta["command"] == ("papermill book/07_escapes_decoders.ipynb out.ipynb --cwd book -p seed 3 -p retrain_steps 1200 "
                                "-p record_to runs/iv.json")
     assert meta["provenance"]["params"]["retrain_steps"] == 1200 and meta["provenance"]["seed"] == 3

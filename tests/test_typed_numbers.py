@@ -29,6 +29,7 @@ PINNED = {
     "book/05_tube_law_map.ipynb": 0,
     "book/06_dabi_cci.ipynb": 0,
     "book/07_escapes.ipynb": 0,
+    "book/07_escapes_decoders.ipynb": 0,
     "book/appendix_models.ipynb": 0,
     "book/appendix_performance.ipynb": 0,
     "book/appendix_scale.ipynb": 0,

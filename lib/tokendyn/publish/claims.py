@@ -71,7 +71,7 @@ CLAIMS: dict[int, Claim] = {c.id: c for c in (
           "collapse, repetition", "the-commitment-ablation"),
     Claim(14, 2, "07_escapes", "Stochastic re-injection: SDE beats the deterministic ODE at K = 4",
           "PPL 294 (ODE) vs 50 (SDE)", "stochastic-re-injection-the-ode-against-the-sde-on-one-checkpoint"),
-    Claim(15, 2, "07_escapes", "Decoder interventions (smoothing, max-margin, MLP readout) do not recover flips",
+    Claim(15, 2, "07_escapes_decoders", "Decoder interventions (smoothing, max-margin, MLP readout) do not recover flips",
           "no recovery", "decoder-interventions-do-not-recover-flipped-tokens"),
     Claim(16, 2, "06_dabi_cci", "CCI: continuous flow 0, autoregressive and masked diffusion 1", "0 vs 1",
           "cci-each-sampler-s-own-trajectory"),

@@ -1,4 +1,11 @@
-"""Chapter 7's recorded ODE/SDE reading, claim rows, reading and glued words, from its tables.
+"""Chapter 7's two pages, assembled from their tables: claim rows, summaries and glued words.
+
+Page 7.1 (``book/07_escapes.ipynb``: re-injection and the commitment ablation, claims 13 and 14) calls
+:func:`recorded_ode_sde`, :func:`claim14_inputs`, :func:`findings`, :func:`rule_texts`,
+:func:`claim14_position`, :func:`reading`, :func:`ode_sde_metrics` and :func:`ladder_metrics`. Page 7.2
+(``book/07_escapes_decoders.ipynb``: decoder interventions and the theory check, claim 15 and the
+stiffness law) calls :func:`decoder_findings`, :func:`decoder_rule_texts`, :func:`why_texts`,
+:func:`decoder_reading` and :func:`record_interventions`.
 
 ``rec_gen`` is the recorded ODE/SDE table keyed ``(generator, K, sampler)`` (sampler ``"ODE"``,
 ``"SDE"``, ``"matched"`` for the ratio at equal entropy, or ``"REAL"`` for held-out text at K = 0);
@@ -24,7 +31,8 @@ from ..book import sig
 from ..results import load_rows, save_rows
 
 __all__ = ["INTERVENTIONS", "Claim14", "recorded_ode_sde", "claim14_inputs", "findings", "reading", "rule_texts",
-           "why_texts", "claim14_position", "ode_sde_metrics", "ladder_metrics", "record_interventions"]
+           "claim14_position", "ode_sde_metrics", "ladder_metrics", "decoder_findings", "decoder_reading",
+           "decoder_rule_texts", "why_texts", "record_interventions"]
 
 INTERVENTIONS = ("label smoothing", "hinge", "2-layer MLP")
 """The readout interventions claim 15 judges, against the retrained-CE control."""
@@ -109,13 +117,10 @@ def _ladder_ratio(rec_gen: Mapping, g: str, k: int) -> Estimate:
 
 def findings(*, effects13: Mapping, com_rows: Sequence[Mapping], com_meta: Mapping | None, live13: str, live13_basis: str,
              c14: Claim14, reference_k: int, live14: str, rec_gen: Mapping | None, rec_gens: Sequence[str],
-             ladder_ordered: bool, w: pd.DataFrame, src: str, recovered: Sequence[str], stiffness: tuple[float, float],
-             line_slope: float, m_range: tuple[int, int], n_mc: int) -> list[claims.Finding]:
-    """The chapter's rows: claim 13 (the recorded long-text ablation, else the live one in
-    ``live13``), claim 14 (:class:`Claim14`; the live run quoted in ``live14``), claim 14 along the
-    generator ladder (when the recorded ladder is there and ordered by chapter 5's flow loss), claim
-    15 (the intervention table ``w`` against its retrained-CE control) and the stiffness law
-    (``stiffness``: the band of S/sqrt(ln M) for M >= 64; ``line_slope``: the line's log-log slope)."""
+             ladder_ordered: bool) -> list[claims.Finding]:
+    """Page 7.1's rows: claim 13 (the recorded long-text ablation, else the live one in ``live13``),
+    claim 14 (:class:`Claim14`; the live run quoted in ``live14``) and claim 14 along the generator
+    ladder (when the recorded ladder is there and ordered by chapter 5's flow loss)."""
     fmt = (lambda e: e.fmt(".2f")) if c14.matched is not None else (lambda e: "n/a")
     o, s = c14.ode, c14.sde
     rows = [
@@ -146,11 +151,21 @@ def findings(*, effects13: Mapping, com_rows: Sequence[Mapping], com_meta: Mappi
             basis=f"recorded, generators from the highest held-out flow loss to the lowest ({', '.join(rec_gens)}); "
                   "the paper's 294/50 is a raw ratio, ours is at equal per-text entropy",
             paper_value="ODE/SDE 294/50 = 5.9 (ELF-B, raw)", headline=ratios))
+    return rows
+
+
+def decoder_findings(*, w: pd.DataFrame, src: str, recovered: Sequence[str], reference_k: int,
+                     stiffness: tuple[float, float], line_slope: float, m_range: tuple[int, int],
+                     n_mc: int) -> list[claims.Finding]:
+    """Page 7.2's rows: claim 15 (the intervention table ``w``, read from ``src``, against its
+    retrained-CE control; ``recovered``: the interventions below the control's interval) and the
+    stiffness law (``stiffness``: the band of S/sqrt(ln M) over ``m_range``; ``line_slope``: the
+    line's log-log slope; ``n_mc`` Monte Carlo points per M)."""
 
     def est(n: str, col: str, **kw: str) -> Estimate:
         return Estimate.from_columns(w.loc[n], col, n="tokens", **kw)
 
-    rows += [
+    return [
         claims.finding(15, "; ".join(f"{n} {w.loc[n, 'flip']:.1%}" for n in w.index),
                        verdicts.claim_15({n: est(n, "flip", lo="lo", hi="hi") for n in INTERVENTIONS},
                                          est("CE, retrained", "flip", lo="lo", hi="hi"),
@@ -164,28 +179,30 @@ def findings(*, effects13: Mapping, com_rows: Sequence[Mapping], com_meta: Mappi
                        verdicts.stiffness_scaling(stiffness, line_slope),
                        paper_value="Theta(sqrt(log M)); linear in M on a line", basis=f"Monte Carlo, {n_mc} points per M"),
     ]
-    return rows
-
 
 
 def rule_texts() -> dict[str, str]:
-    """The thresholds the page states, read from the rules that apply them: claim 13's sample
-    (``c13_texts``, ``c13_tokens``) and repetition rise (``c13_rise``), claim 14's factor and weaker
-    gap (``c14_factor``, ``c14_weaker``, ``c14_band_lo``: the paper's ratio over the factor), claim
-    15's least share of changed decodes (``c15_changed``), and the share of the mass the theory check's
-    tube holds (``tube_share``, :func:`~tokendyn.latent.interfaces.argmax_partition_measure`)."""
+    """The thresholds page 7.1 states, read from the rules that apply them: claim 13's sample
+    (``c13_texts``, ``c13_tokens``) and repetition rise (``c13_rise``), and claim 14's factor and
+    weaker gap (``c14_factor``, ``c14_weaker``, ``c14_band_lo``: the paper's ratio over the factor)."""
     factor, paper = default(verdicts.claim_14, "factor"), default(verdicts.claim_14, "paper")
     return {"c13_texts": f"{default(verdicts.claim_13, 'min_texts')}",
             "c13_tokens": f"{default(verdicts.claim_13, 'min_tokens')}",
             "c13_rise": f"{default(verdicts.claim_13, 'rise'):.2f}",
             "c14_factor": f"{factor:g}x", "c14_weaker": f"{default(verdicts.claim_14, 'weaker'):g}",
-            "c14_band_lo": f"{paper / factor:.1f}",
-            "c15_changed": f"{default(verdicts.claim_15, 'min_changed'):.0%}",
+            "c14_band_lo": f"{paper / factor:.1f}"}
+
+
+def decoder_rule_texts() -> dict[str, str]:
+    """The thresholds page 7.2 states: claim 15's least share of changed decodes (``c15_changed``)
+    and the share of the mass the theory check's tube holds (``tube_share``,
+    :func:`~tokendyn.latent.interfaces.argmax_partition_measure`)."""
+    return {"c15_changed": f"{default(verdicts.claim_15, 'min_changed'):.0%}",
             "tube_share": f"{default(interfaces.argmax_partition_measure, 'tube'):.0%}"}
 
 
 def why_texts(w: pd.DataFrame, meta: Mapping | None, *, control: str = "CE, retrained") -> dict[str, str]:
-    """The words of the page's "why our numbers differ" on the interventions: how the recorded run was
+    """The words of page 7.2's "why our numbers differ" on the interventions: how the recorded run was
     trained (``iv_training``), the share of clean decodes each intervention changed (``iv_changed``)
     and the hinge's ODE judge perplexity against the control's (``iv_hinge_ppl``)."""
     changed = [float(w.loc[n, "changed"]) for n in INTERVENTIONS]
@@ -203,12 +220,11 @@ def why_texts(w: pd.DataFrame, meta: Mapping | None, *, control: str = "CE, retr
 
 def reading(*, reference_k: int, live_ode: Any, live_sde: Any, live_real: Any, c14: Claim14, ablation_len: int,
             abl: Mapping[tuple[str, str], Any], effects13: Mapping, com_rows: Sequence[Mapping], com_meta: Mapping | None,
-            w: pd.DataFrame, src: str, stiffness: tuple[float, float], m_range: tuple[int, int], line_slope: float,
             rec_gen: Mapping | None, rec_gens: Sequence[str], ladder_ordered: bool) -> str:
-    """The chapter's summary as markdown, every number from the tables: re-injection (live, then the
+    """Page 7.1's summary as markdown, every number from the tables: re-injection (live, then the
     recorded run of :class:`Claim14`), the live commitment ablation (``abl``, keyed ``(generator,
-    variant)``), the recorded one at claim 13's size, the readout interventions, the theory check,
-    and the generator ladder when it is recorded and ordered."""
+    variant)``), the recorded one at claim 13's size, and the generator ladder when it is recorded
+    and ordered."""
     ar_c, ar_a = abl[("SmolLM2 autoregressive", "committed")], abl[("SmolLM2 autoregressive", "ablated")]
     md_c, md_a = abl[("minilm-mlm masked diffusion", "committed")], abl[("minilm-mlm masked diffusion", "ablated")]
     o, s, m = c14.ode, c14.sde, c14.matched
@@ -240,12 +256,20 @@ def reading(*, reference_k: int, live_ode: Any, live_sde: Any, live_real: Any, c
   distinct-2 {ar_c.distinct2.value:.3f} against {ar_a.distinct2.value:.3f}. Masked diffusion with
   minilm-mlm: {md_c.ppl.value:.0f} against {md_a.ppl.value:.0f}, repetition {md_c.repetition.value:.1%}
   against {md_a.repetition.value:.1%}.
-{com_txt}- **Readout interventions** ({src}). $K = {reference_k}$ terminal flips: {'; '.join(f"{n} {r.flip:.1%}" for n, r in w.iterrows())};
+{com_txt}{lad_txt}'''
+
+
+def decoder_reading(*, reference_k: int, w: pd.DataFrame, src: str, stiffness: tuple[float, float],
+                    m_range: tuple[int, int], line_slope: float) -> str:
+    """Page 7.2's summary as markdown, every number from the tables: the readout interventions
+    (``w``, read from ``src``) and the theory check."""
+    return f'''
+- **Readout interventions** ({src}). $K = {reference_k}$ terminal flips: {'; '.join(f"{n} {r.flip:.1%}" for n, r in w.iterrows())};
   DABI {', '.join(f"{n} {r.dabi:.0f}" for n, r in w.iterrows())}.
 - **Theory.** $S/\\sqrt{{\\ln M}}$ stays in [{stiffness[0]:.2f},
   {stiffness[1]:.2f}] from $M$ = {m_range[0]} to {m_range[1]}; the line's $S$ grows with slope
   {line_slope:.2f} in $M$.
-{lad_txt}'''
+'''
 
 
 def ode_sde_metrics(gen_scores: Mapping[tuple[int, str], Any], steps: Sequence[int]) -> dict[int, dict[str, Any]]:
@@ -301,9 +325,9 @@ def record_interventions(rel: str, table: pd.DataFrame, params: Mapping[str, Any
                          models: Sequence[str] = ("context-latent", "smollm2-135m")) -> Path:
     """Record the readout-intervention table (indexed by readout, as
     :func:`tokendyn.training.readout.measure_readouts` returns it) under ``data/`` at ``rel``, with
-    the papermill command that reruns this chapter with the same ``params`` (the section's
+    the papermill command that reruns page 7.2 with the same ``params`` (the section's
     parameters, ``seed`` among them) and records again; returns the written path."""
-    command = ("papermill book/07_escapes.ipynb out.ipynb --cwd book " + " ".join(f"-p {k} {v}" for k, v in params.items())
+    command = ("papermill book/07_escapes_decoders.ipynb out.ipynb --cwd book " + " ".join(f"-p {k} {v}" for k, v in params.items())
                + f" -p record_to {rel}")
     return save_rows(data_dir() / rel, table.reset_index().to_dict("records"), kind="readout_interventions",
                      command=command, params=dict(params), seed=params["seed"], models=list(models), setup=setup)
