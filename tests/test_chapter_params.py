@@ -39,6 +39,7 @@ def test_every_chapter_checks_its_parameters_in_one_call():
     ("01_glauber_theory", {"toy_n": 7, "toy_q": 6}, "toy_q ** toy_n=279936 is out of range"),
     ("02_rectangle_test", {"taus": [0.5, 2.0]}, "must hold 1.0"),
     ("02_rectangle_test", {"n_tokens": 3}, "n_tokens=3 is out of range"),
+    ("02_rectangle_test_size", {"ap_k": 1}, "ap_k=1 is out of range"),
     ("03_phase_transition", {"drift_budget_factor": 50.0}, "drift_budget_factor=50.0 is out of range"),
     ("03_phase_transition", {"recorded_runs": "runs/x.json"}, "give a list of paths"),
     ("04_basins", {"hamming_h": 40}, "hamming_h=40 is out of range"),

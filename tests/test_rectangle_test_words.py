@@ -1,5 +1,6 @@
 """Chapter 2's glued words (tokendyn.publish.chapters.rectangle_test) on a constructed ladder: every
-number is the ladder's or the rule's, and a rung inside the paper's range is named as such."""
+number is the ladder's or the rule's, a rung inside the paper's range is named as such, and each of the
+chapter's two pages gets its own claim rows, words and metrics."""
 
 from __future__ import annotations
 
@@ -29,16 +30,19 @@ def test_ladder_and_family_words_are_the_rows():
 
 def test_summary_names_what_lies_inside_the_range():
     gap = pd.DataFrame({"model": ["m"] * 2, "gap": [1, 12], "mean delta": [2.0, 0.25]})
-    slope = Estimate(0.5, 0.42, 0.59, 512)
-    w = words.summary_texts(judged={"ladder-minilm-l6 (recorded)": RAW["ladder-minilm-l6"], "small": Estimate(0.3, 0.2, 0.4, 256)},
-                            paper_range=(0.64, 0.80), rungs=RUNGS, raw=RAW, base="mpnet-base-mlm", top="ladder-mpnet-l12",
-                            slopes={"slope_within": slope}, paired={"pppl_vs_default": Estimate(0.78, 0.69, 0.86, 50)},
-                            sizes={"a": 4.4, "b": 22.7}, gap_df=gap, verdicts_={"c1_verdict": "partly"})
-    assert w["inside_range"] == "ladder-minilm-l6" and w["inside_sizes"] == "ladder-minilm-l6 (23M)"
-    assert w["above_sizes"] == "110M" and w["minilm_range"] == "0.46-0.70" and w["top_rung"] == "1.11 at 110M"
-    assert w["slope_within"] == "+0.50 [+0.42, +0.59]" and w["pppl_vs_default"] == "0.78 [0.69, 0.86]"
-    assert w["live_sizes"] == "4-23M" and w["gap_fall"] == "8- to 8-fold" and w["gap_max"] == "12"
-    assert words.rule_texts() == {"c1_factor": "2x", "c3_floor": "0.32", "c3_span": "7x"}
+    judged = {"ladder-minilm-l6 (recorded)": RAW["ladder-minilm-l6"], "small": Estimate(0.3, 0.2, 0.4, 256)}
+    w = words.summary_texts(judged=judged, paper_range=(0.64, 0.80), raw=RAW, base="mpnet-base-mlm", top="ladder-mpnet-l12",
+                            paired={"pppl_vs_default": Estimate(0.78, 0.69, 0.86, 50)}, gap_df=gap,
+                            verdicts_={"c1_verdict": "partly"})
+    assert w == {"inside_range": "ladder-minilm-l6", "base_delta": "1.10 [0.99, 1.23]", "top_delta": "1.11 [1.01, 1.22]",
+                 "pppl_vs_default": "0.78 [0.69, 0.86]", "gap_fall": "8- to 8-fold", "gap_max": "12", "c1_verdict": "partly"}
+    s = words.size_summary_texts(judged=judged, paper_range=(0.64, 0.80), rungs=RUNGS, raw=RAW, top="ladder-mpnet-l12",
+                                 slopes={"slope_within": Estimate(0.5, 0.42, 0.59, 512)}, sizes={"a": 4.4, "b": 22.7},
+                                 verdicts_={"c3_verdict": "partly"})
+    assert s == {"inside_sizes": "ladder-minilm-l6 (23M)", "above_sizes": "110M", "minilm_range": "0.46-0.70",
+                 "top_rung": "1.11 at 110M", "slope_within": "+0.50 [+0.42, +0.59]", "live_sizes": "4-23M",
+                 "c3_verdict": "partly"}
+    assert words.rule_texts() == {"c1_factor": "2x"} and words.size_rule_texts() == {"c3_floor": "0.32", "c3_span": "7x"}
 
 
 # --- the ladder's reading, table, metrics and claim rows, on a constructed record --------------------------
@@ -104,14 +108,15 @@ def test_claim_rows_and_metrics_read_the_ladder_and_the_controls():
                           paper_range=(0.64, 0.80), delta_ar=torch.tensor([1e-12, 3e-12]),
                           delta_compatible=torch.tensor([0.0, 1e-15]), norm_compatible=torch.tensor([float("nan"), 0.01]),
                           n_rect=256, n_tokens=16, ar_name="ar", n_ar=2)
-    assert [f.claim for f in rows][:3] == [1, 2, 3] and len(rows) == 5
+    assert [f.claim for f in rows][:2] == [1, 2] and len(rows) == 4
     assert rows[0].ours.startswith("small: 0.30 [0.20, 0.40]; ladder-minilm-l2 (recorded): 0.70") and rows[0].verdict == "not reproduced"
     assert rows[1].ours == "max < 1e-9" and rows[1].verdict == "holds by construction"
-    assert rows[2].ours.startswith("ladder-minilm-l1 (7M): 0.50 [0.50, 0.50]; ladder-minilm-l2 (20M): 0.70")
-    assert "size ladder: 4 rungs" in rows[2].basis and "8.0x in non-embedding parameters" in rows[2].basis
     # the level is ten times the toy's largest defined normalized delta (0.01; its NaN left out), plus 1e-6
-    assert rows[3].verdict == "reproduced" and rows[3].reason == "intervals reaching 0.100001: none"
-    assert rows[4].ours == "< 1e-12"
+    assert rows[2].verdict == "reproduced" and rows[2].reason == "intervals reaching 0.100001: none"
+    assert rows[3].ours == "< 1e-12"
+    [row3] = words.size_findings(lad=lad, meta=meta)
+    assert row3.claim == 3 and row3.ours.startswith("ladder-minilm-l1 (7M): 0.50 [0.50, 0.50]; ladder-minilm-l2 (20M): 0.70")
+    assert "size ladder: 4 rungs" in row3.basis and "8.0x in non-embedding parameters" in row3.basis
     m = words.ladder_metrics(lad, recorded="runs/x.json", command="record it")
     assert m["size_slope"]["mpnet_alone"]["span"] == pytest.approx(np.e) and m["size_slope"]["recorded"] == "runs/x.json"
     assert list(m["size_ladder"]) == [r["model"] for r in lad.rungs] + ["mpnet-base-mlm"]
@@ -121,9 +126,14 @@ def test_claim_rows_and_metrics_read_the_ladder_and_the_controls():
     assert c["incompatible_toy_mean"] == pytest.approx(2.4) and c["incompatible_toy_known"] == pytest.approx(2.4)
     assert c["incompatible_toy_normalized_mean"] == pytest.approx(0.3) and c["compatible_toy_max"] == pytest.approx(2e-15)
     gap = pd.DataFrame({"model": ["m"] * 2, "gap": [1, 12], "mean delta": [2.0, 0.25], "lo": [1.5, 0.2], "hi": [2.5, 0.3]})
-    w = words.summary_words(lad, judged=cmp, paper_range=(0.64, 0.80), sizes={"small": 4.4}, gap_df=gap, rows=rows)
-    assert w["c1_verdict"] == "not reproduced" and w["c3_verdict"] == rows[2].verdict and w["top_rung"] == "1.10 at 148M"
+    w = words.summary_words(lad, judged=cmp, paper_range=(0.64, 0.80), gap_df=gap, rows=rows)
+    assert w["c1_verdict"] == "not reproduced" and w["base_delta"] == "1.05 [1.05, 1.05]"
     assert w["inside_range"] == "ladder-minilm-l2, ladder-mpnet-l3" and w["copy_vs_top"] == "+0.00 [+0.00, +0.00]"
+    assert "c3_verdict" not in w and "inside_sizes" not in w
+    s = words.size_summary_words(lad, paper_range=(0.64, 0.80), sizes={"small": 4.4}, rows=[row3])
+    assert s["c3_verdict"] == row3.verdict and s["top_rung"] == "1.10 at 148M" and s["live_sizes"] == "4-4M"
+    # the rungs claim 1 judges (at or above the bar) inside the paper's range, with their sizes
+    assert s["inside_sizes"] == "ladder-minilm-l2 (20M) and ladder-mpnet-l3 (55M)" and "c1_verdict" not in s
 
 
 def test_live_metrics_key_every_model_and_protocol():
@@ -133,17 +143,22 @@ def test_live_metrics_key_every_model_and_protocol():
     norm_summary = summary.assign(median=[0.55, 0.65])
     undefined = pd.Series([3, 0], index=pd.MultiIndex.from_tuples([("a", "model"), ("a", "uniform")]))
     boot = {("a", "model"): e, ("a", "uniform"): Estimate(0.9, 0.8, 1.0, 256)}
-    ap = pd.DataFrame({"model": ["a", "a", "a"], "residual RMS": [0.1, 0.3, 0.2], "max delta on the grid": [1.0, 3.0, 2.0]})
     m = words.live_metrics(probe={"a": 0.4, "b": None}, context=["a"], summary=summary, boot=boot, norm_summary=norm_summary,
                            norm_boot=boot, undefined=undefined, family=["a"], depths={"a": 2}, layers={"a": 2},
                            sizes={"a": 15.6}, gap_df=pd.DataFrame({"model": ["a"], "gap": [1], "mean delta": [0.7],
                                                                   "lo": [0.6], "hi": [0.8]}),
-                           tau_slopes={("a", "drawn at tau"): Estimate(-0.8, -0.9, -0.7, 64)}, ap_df=ap,
-                           ap_vs_single={"a": (0.7, 0.68)})
+                           tau_slopes={("a", "drawn at tau"): Estimate(-0.8, -0.9, -0.7, 64)})
     assert m["context_use"] == {"a": {"probe_top5": 0.4, "uses_context": True}, "b": {"probe_top5": None, "uses_context": False}}
     assert m["delta"]["a|uniform"] == {"mean": 0.9, "median": 0.8, "q25": 0.5, "q75": 1.1}
     assert m["normalized_delta"]["a|model"]["median"] == 0.55 and m["normalized_delta"]["a|model"]["n_undefined"] == 3
     assert m["family"]["a"]["n_params"] == 15_600_000 and m["family"]["a"]["raw"] == {"mean": 0.5, "lo": 0.4, "hi": 0.6}
     assert m["delta_by_gap_ci"] == {"a|1": {"mean": 0.7, "lo": 0.6, "hi": 0.8}} and m["tau_slope"] == {"a|drawn at tau": -0.8}
-    assert m["arnold_press"]["a"] == {"median_rms": 0.2, "median_max_delta": 2.0, "rms_delta_minors": 0.7, "rms_delta_single": 0.68}
-    assert m["delta_ci"]["a|model"] == e.__dict__
+    assert m["delta_ci"]["a|model"] == e.__dict__ and "arnold_press" not in m
+
+
+def test_arnold_press_metrics_are_medians_over_each_models_grids():
+    ap = pd.DataFrame({"model": ["a", "a", "a", "b"], "residual RMS": [0.1, 0.3, 0.2, 0.5],
+                       "max delta on the grid": [1.0, 3.0, 2.0, 4.0]})
+    m = words.arnold_press_metrics(ap, {"a": (0.7, 0.68), "b": (0.9, 0.8)})
+    assert m == {"arnold_press": {"a": {"median_rms": 0.2, "median_max_delta": 2.0, "rms_delta_minors": 0.7, "rms_delta_single": 0.68},
+                                  "b": {"median_rms": 0.5, "median_max_delta": 4.0, "rms_delta_minors": 0.9, "rms_delta_single": 0.8}}}

@@ -20,6 +20,7 @@ PINNED = {
     "book/00_getting_started.ipynb": 0,
     "book/01_glauber_theory.ipynb": 0,
     "book/02_rectangle_test.ipynb": 0,
+    "book/02_rectangle_test_size.ipynb": 0,
     "book/03_phase_transition.ipynb": 0,
     "book/04_basins.ipynb": 0,
     "book/04_basins_attractor.ipynb": 0,

@@ -159,11 +159,18 @@ RULES: dict[str, list[tuple[str, Check] | Derived]] = {
     ],
     "02_rectangle_test": [
         SEED, ("n_tokens", integer(lambda p: max(p["gaps"]) + 2, 510)), ("topics", each(choice(TOPICS))),
-        ("n_rect", integer(2)), ("n_per_gap", integer(2)), ("n_tau_rect", integer(2)), ("ap_k", integer(2)),
-        ("n_grid", integer(1)), ("n_ar", integer(1)), ("gaps", each(integer(1, lambda p: p["n_tokens"] - 1))),
+        ("n_rect", integer(2)), ("n_per_gap", integer(2)), ("n_tau_rect", integer(2)),
+        ("n_ar", integer(1)), ("gaps", each(integer(1, lambda p: p["n_tokens"] - 1))),
         ("taus", each(number(0.0, lo_open=True))),
         ("taus", rule(lambda p: 1.0 in p["taus"] and len(set(p["taus"])) >= 2,
                       "taus={taus} must hold 1.0 (the fixed rectangles are drawn there) and another temperature")),
+        Derived("paper_range[0]", ("paper_range",), lambda p: p["paper_range"][0],
+                number(0.0, lambda p: p["paper_range"][1])),
+        ("recorded_ladder", json_path("scripts/record_size_ladder.py")),
+    ],
+    "02_rectangle_test_size": [
+        SEED, ("n_tokens", integer(2, 510)), ("topics", each(choice(TOPICS))),  # a rectangle needs two sites
+        ("n_rect", integer(2)), ("ap_k", integer(2)), ("n_grid", integer(1)),
         Derived("paper_range[0]", ("paper_range",), lambda p: p["paper_range"][0],
                 number(0.0, lambda p: p["paper_range"][1])),
         ("recorded_ladder", json_path("scripts/record_size_ladder.py")),

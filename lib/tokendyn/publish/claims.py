@@ -48,7 +48,7 @@ CLAIMS: dict[int, Claim] = {c.id: c for c in (
           "delta in [0.64, 0.80]", "the-masked-lms"),
     Claim(2, 1, "02_rectangle_test", "An autoregressive LM's conditionals are compatible (GPT-2)", "delta = 0",
           "controls"),
-    Claim(3, 1, "02_rectangle_test", "Incompatibility persists across model size", "persists",
+    Claim(3, 1, "02_rectangle_test_size", "Incompatibility persists across model size", "persists",
           "delta-against-size-a-ladder-of-two-backbones"),
     Claim(4, 1, "03_phase_transition", "High temperature mixes fast: times scale as C(tau) n log n",
           "O(n log n) for tau >~ 1", "the-shape-of-the-law-over-four-lengths"),

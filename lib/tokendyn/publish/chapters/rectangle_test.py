@@ -1,6 +1,9 @@
-"""Chapter 2's page assembly: the glued words on the size ladder, the depth family and the summary,
-the ladder's printed reading, table and figure frame, the results record's metrics and the claim
-rows, from the chapter's tables and the recorded ladder (``scripts/record_size_ladder.py`` rows, as
+"""Chapter 2's page assembly, for its two pages: 2.1 the rectangle test (``02_rectangle_test``: the
+controls, the live models, delta against distance, temperature and depth; claims 1 and 2) and 2.2
+size and the K x K grid (``02_rectangle_test_size``: the size ladder and the Arnold-Press grids;
+claim 3). The glued words on the size ladder, the depth family and each page's summary, the
+ladder's printed reading, table and figure frame, each page's results metrics and claim rows, from
+the chapter's tables and the recorded ladder (``scripts/record_size_ladder.py`` rows, as
 :func:`tokendyn.publish.results.load_ladder` reads them and :func:`tokendyn.analysis.size.read_ladder`
 reads them into a :class:`~tokendyn.analysis.size.LadderReading`).
 
@@ -25,9 +28,10 @@ from .. import claims, verdicts
 from ..book import below
 from . import default, join_words
 
-__all__ = ["BACKBONES", "rule_texts", "family_texts", "ladder_texts", "summary_texts", "ladder_lines", "ladder_table",
-           "ladder_frame", "claim1_points", "control_metrics", "live_metrics", "ladder_metrics", "findings",
-           "summary_words"]
+__all__ = ["BACKBONES", "rule_texts", "size_rule_texts", "family_texts", "ladder_texts", "summary_texts",
+           "size_summary_texts", "ladder_lines", "ladder_table", "ladder_frame", "claim1_points", "control_metrics",
+           "live_metrics", "arnold_press_metrics", "ladder_metrics", "findings", "size_findings", "summary_words",
+           "size_summary_words"]
 
 BACKBONES = {"minilm": "all-MiniLM-L6-v2", "mpnet": "all-mpnet-base-v2"}
 """The frozen encoders the size ladder cuts, by the ``encoder`` field of its rows."""
@@ -45,11 +49,15 @@ def _m_range(params: Sequence[float]) -> str:
 
 
 def rule_texts() -> dict[str, str]:
-    """The thresholds the page states, from the rules' defaults: claim 1's factor around the paper's
-    range (``c1_factor``), claim 3's floor (``c3_floor``) and the span one backbone must cover
-    (``c3_span``)."""
-    return {"c1_factor": f"{default(verdicts.claim_1, 'factor'):g}x",
-            "c3_floor": f"{default(verdicts.claim_3, 'floor'):g}",
+    """The threshold page 2.1 states, from the rule's default: claim 1's factor around the paper's
+    range (``c1_factor``)."""
+    return {"c1_factor": f"{default(verdicts.claim_1, 'factor'):g}x"}
+
+
+def size_rule_texts() -> dict[str, str]:
+    """The thresholds page 2.2 states, from the rule's defaults: claim 3's floor (``c3_floor``) and the
+    span one backbone must cover (``c3_span``)."""
+    return {"c3_floor": f"{default(verdicts.claim_3, 'floor'):g}",
             "c3_span": f"{default(verdicts.claim_3, 'min_span'):g}x"}
 
 
@@ -78,37 +86,48 @@ def ladder_texts(rungs: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) ->
             "ladder_rect": f"{meta['provenance']['params']['n_rect']}"}
 
 
-def summary_texts(*, judged: Mapping[str, Estimate], paper_range: tuple[float, float], rungs: Sequence[Mapping[str, Any]],
-                  raw: Mapping[str, Estimate], base: str, top: str, slopes: Mapping[str, Estimate],
-                  paired: Mapping[str, Estimate], sizes: Mapping[str, float], gap_df: pd.DataFrame,
+def summary_texts(*, judged: Mapping[str, Estimate], paper_range: tuple[float, float], raw: Mapping[str, Estimate],
+                  base: str, top: str, paired: Mapping[str, Estimate], gap_df: pd.DataFrame,
                   verdicts_: Mapping[str, str]) -> dict[str, str]:
-    """The summary's numbers: the models claim 1 judged that lie inside the paper's range
-    (``inside_range``, with sizes: ``inside_sizes``) and the rungs above it (``above_sizes``), the
-    base-size model's and the top rung's delta (``base_delta``, ``top_delta``), the MiniLM cuts'
-    range (``minilm_range``), the slopes (``slope_within``, ``slope_mpnet``, ``slope_pooled``,
-    ``slope_norm_within``), the paired comparisons (``copy_vs_top``, ``top5_vs_default``,
-    ``pppl_vs_default``), the live models' sizes (``live_sizes``, millions), how far delta falls from
-    neighbouring sites to the longest gap (``gap_fall``) and the verdict words (``c1_verdict``,
-    ``c3_verdict``)."""
+    """Page 2.1's summary numbers: the models claim 1 judged that lie inside the paper's range
+    (``inside_range``), the base-size model's and the top rung's delta (``base_delta``,
+    ``top_delta``; ``raw``: the ladder's raw delta per model), the paired comparisons
+    (``copy_vs_top``, ``top5_vs_default``, ``pppl_vs_default``), how far delta falls from
+    neighbouring sites to the longest gap (``gap_fall``, ``gap_max``; ``gap_df``: ``model, gap, mean
+    delta``) and the verdict words (``c1_verdict``)."""
     lo, hi = paper_range
-    params = {r["model"]: r["params"] for r in rungs}
     inside = [m for m, e in judged.items() if verdicts.inside(e, lo, hi)]
-    above = [r for r in rungs if raw[r["model"]].value > hi]
-    minilm = [raw[r["model"]].value for r in rungs if r["encoder"] == "minilm"]
     by_gap = gap_df.pivot_table(index="model", columns="gap", values="mean delta")
     fall = by_gap[by_gap.columns.min()] / by_gap[by_gap.columns.max()]
     plain = {m.removesuffix(" (recorded)"): m for m in inside}
     return {"inside_range": ", ".join(plain) or "none",
-            "inside_sizes": join_words([f"{m} ({_m(params[m])})" for m in plain if m in params]) or "none of the rungs",
-            "above_sizes": _m_range([r["params"] for r in above]) if above else "no rung",
             "base_delta": raw[base].fmt(".2f"), "top_delta": raw[top].fmt(".2f"),
-            "minilm_range": f"{min(minilm):.2f}-{max(minilm):.2f}" if minilm else "no MiniLM rung",
-            "top_rung": f"{raw[top].value:.2f} at {_m(params[top])}",
-            **{k: e.fmt("+.2f") for k, e in slopes.items()}, **{k: e.fmt(".2f" if k == "pppl_vs_default" else "+.2f")
-                                                                for k, e in paired.items()},
-            "live_sizes": f"{min(sizes.values()):.0f}-{max(sizes.values()):.0f}M",
+            **{k: e.fmt(".2f" if k == "pppl_vs_default" else "+.2f") for k, e in paired.items()},
             "gap_fall": f"{math.floor(fall.min())}- to {math.ceil(fall.max())}-fold",
             "gap_max": f"{int(by_gap.columns.max())}",
+            **verdicts_}
+
+
+def size_summary_texts(*, judged: Mapping[str, Estimate], paper_range: tuple[float, float],
+                       rungs: Sequence[Mapping[str, Any]], raw: Mapping[str, Estimate], top: str,
+                       slopes: Mapping[str, Estimate], sizes: Mapping[str, float],
+                       verdicts_: Mapping[str, str]) -> dict[str, str]:
+    """Page 2.2's summary numbers: the rungs claim 1 judged (``judged``) that lie inside the paper's
+    range, with sizes (``inside_sizes``), the rungs above it (``above_sizes``), the MiniLM cuts'
+    range (``minilm_range``), the top rung (``top_rung``), the slopes (``slope_within``,
+    ``slope_mpnet``, ``slope_pooled``, ``slope_norm_within``), the live models' sizes (``live_sizes``,
+    millions) and the verdict words (``c3_verdict``)."""
+    lo, hi = paper_range
+    params = {r["model"]: r["params"] for r in rungs}
+    inside = [m.removesuffix(" (recorded)") for m, e in judged.items() if verdicts.inside(e, lo, hi)]
+    above = [r for r in rungs if raw[r["model"]].value > hi]
+    minilm = [raw[r["model"]].value for r in rungs if r["encoder"] == "minilm"]
+    return {"inside_sizes": join_words([f"{m} ({_m(params[m])})" for m in inside if m in params]) or "none of the rungs",
+            "above_sizes": _m_range([r["params"] for r in above]) if above else "no rung",
+            "minilm_range": f"{min(minilm):.2f}-{max(minilm):.2f}" if minilm else "no MiniLM rung",
+            "top_rung": f"{raw[top].value:.2f} at {_m(params[top])}",
+            **{k: e.fmt("+.2f") for k, e in slopes.items()},
+            "live_sizes": f"{min(sizes.values()):.0f}-{max(sizes.values()):.0f}M",
             **verdicts_}
 
 
@@ -207,14 +226,12 @@ def live_metrics(*, probe: Mapping[str, float | None], context: Sequence[str], s
                  boot: Mapping[tuple[str, str], Estimate], norm_summary: pd.DataFrame,
                  norm_boot: Mapping[tuple[str, str], Estimate], undefined: pd.Series, family: Sequence[str],
                  depths: Mapping[str, int], layers: Mapping[str, int], sizes: Mapping[str, float], gap_df: pd.DataFrame,
-                 tau_slopes: Mapping[tuple[str, str], Estimate], ap_df: pd.DataFrame,
-                 ap_vs_single: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+                 tau_slopes: Mapping[tuple[str, str], Estimate]) -> dict[str, Any]:
     """The live models' part of the results record: context use (``probe``: cloze top-5 per model,
     in the models' order), raw and normalized delta per ``model|protocol`` (``undefined``: 0/0
     rectangles per ``(model, protocol)``), the depth family (``depths``: family depth, ``sizes`` in
-    millions), delta by gap (``gap_df``: ``model, gap, mean delta, lo, hi``), the temperature slopes
-    per ``(model, kind)`` and the Arnold-Press grids (``ap_df`` one row per grid; ``ap_vs_single``:
-    model -> RMS delta over the grids' minors and over single rectangles)."""
+    millions), delta by gap (``gap_df``: ``model, gap, mean delta, lo, hi``) and the temperature slopes
+    per ``(model, kind)``."""
     norm_by = norm_summary.set_index(["model", "protocol"])
     return {
         "context_use": {m: {"probe_top5": probe[m], "uses_context": m in context} for m in probe},
@@ -234,11 +251,18 @@ def live_metrics(*, probe: Mapping[str, float | None], context: Sequence[str], s
                             for _, r in gap_df.iterrows()},
         "tau_slope": {f"{m}|{k}": e.value for (m, k), e in tau_slopes.items()},
         "tau_slope_ci": {f"{m}|{k}": {"value": e.value, "lo": e.lo, "hi": e.hi, "n": e.n} for (m, k), e in tau_slopes.items()},
-        "arnold_press": {m: {"median_rms": float(g["residual RMS"].median()),
-                             "median_max_delta": float(g["max delta on the grid"].median()),
-                             "rms_delta_minors": ap_vs_single[m][0], "rms_delta_single": ap_vs_single[m][1]}
-                         for m, g in ap_df.groupby("model")},
     }
+
+
+def arnold_press_metrics(ap_df: pd.DataFrame, ap_vs_single: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+    """The Arnold-Press grids for page 2.2's results record (``arnold_press``): per model the median
+    residual RMS and largest delta over its grids (``ap_df``: one row per grid, ``model, residual RMS,
+    max delta on the grid``) and the RMS delta over the grids' minors and over single rectangles
+    (``ap_vs_single``: model -> the two)."""
+    return {"arnold_press": {m: {"median_rms": float(g["residual RMS"].median()),
+                                 "median_max_delta": float(g["max delta on the grid"].median()),
+                                 "rms_delta_minors": ap_vs_single[m][0], "rms_delta_single": ap_vs_single[m][1]}
+                             for m, g in ap_df.groupby("model")}}
 
 
 def ladder_metrics(lad: LadderReading, *, recorded: str, command: str) -> dict[str, Any]:
@@ -270,15 +294,12 @@ def findings(*, judged: Mapping[str, Estimate], normalized: Mapping[str, Estimat
              meta: Mapping[str, Any], paper_range: tuple[float, float], delta_ar: torch.Tensor,
              delta_compatible: torch.Tensor, norm_compatible: torch.Tensor, n_rect: int, n_tokens: int, ar_name: str,
              n_ar: int) -> list[claims.Finding]:
-    """The chapter's claim rows: claim 1 on the points ``judged`` (:func:`claim1_points`), sized by
-    the ladder's within-backbone slope; claim 2 on the AR joint's largest delta (``delta_ar``
-    ``[n_ar]``); claim 3 on the recorded ladder; the normalized delta of the live models that use
-    their context (``normalized``) against the compatible toy's rounding level (``norm_compatible``
-    ``[rectangles]``, NaN where its sites do not interact); and the compatible toy's zero
-    (``delta_compatible`` ``[500]``)."""
-    raw, norm = lad.est["raw delta"], lad.est["normalized delta"]
-    params, n_rec = lad.params, meta["provenance"]["params"]["n_rect"]
-    pooled, within = lad.pooled, lad.within
+    """Page 2.1's claim rows: claim 1 on the points ``judged`` (:func:`claim1_points`), sized by the
+    ladder's within-backbone slope; claim 2 on the AR joint's largest delta (``delta_ar``
+    ``[n_ar]``); the normalized delta of the live models that use their context (``normalized``)
+    against the compatible toy's rounding level (``norm_compatible`` ``[rectangles]``, NaN where its
+    sites do not interact); and the compatible toy's zero (``delta_compatible`` ``[500]``)."""
+    n_rec, within = meta["provenance"]["params"]["n_rect"], lad.within
     ar_max, toy_max = float(delta_ar.max()), float(delta_compatible.max())
     return [
         claims.finding(1, "; ".join(f"{m}: {e.fmt('.2f')}" for m, e in judged.items()),
@@ -288,6 +309,24 @@ def findings(*, judged: Mapping[str, Estimate], normalized: Mapping[str, Estimat
                              f"layer trained), recorded ({n_rec} rectangles); size: the ladder's slope within backbones"),
         claims.finding(2, f"max {below(ar_max, 1e-9)}", verdicts.claim_2(ar_max),
                        basis=f"{ar_name}, {n_ar} rectangles; zero by construction (an identity)"),
+        claims.finding("Normalized delta of the models that use context (0 if compatible, whatever the logits' scale)",
+                       "; ".join(f"{m}: {e.fmt('.2f')}" for m, e in normalized.items()),
+                       verdicts.all_above(normalized, 10 * float(norm_compatible[~norm_compatible.isnan()].max()) + 1e-6),
+                       basis=f"model protocol, mean over {n_rect} rectangles, against the compatible toy's float-rounding "
+                             f"level; unrelated views would give {NORMALIZED_INDEPENDENT:.2f}",
+                       paper_value="not in the paper; > 0 if incompatible"),
+        claims.finding("A compatible model gives delta = 0 through the masked-logit path (Potts toy)",
+                       below(toy_max, 1e-12), verdicts.identity(toy_max, 1e-12, "max delta of the compatible toy"),
+                       basis="500 rectangles, float64", paper_value="0"),
+    ]
+
+
+def size_findings(*, lad: LadderReading, meta: Mapping[str, Any]) -> list[claims.Finding]:
+    """Page 2.2's claim row: claim 3 on the recorded ladder (every rung's raw delta, the slopes pooled
+    and within backbones; ``meta``: :func:`~tokendyn.publish.results.load_ladder`'s)."""
+    raw, params, n_rec = lad.est["raw delta"], lad.params, meta["provenance"]["params"]["n_rect"]
+    pooled, within = lad.pooled, lad.within
+    return [
         claims.finding(3, "; ".join(f"{m} ({p / 1e6:.0f}M): {raw[m].fmt('.2f')}" for m, p in params.items())
                        + f"; slope per e-fold of parameters: raw {pooled['raw delta'].fmt('+.3f')} pooled, "
                        f"{within['raw delta'].fmt('+.3f')} within backbones; normalized {pooled['normalized delta'].fmt('+.3f')} "
@@ -301,27 +340,33 @@ def findings(*, judged: Mapping[str, Estimate], normalized: Mapping[str, Estimat
                              f"model protocol; {lad.span_nonembedding:.1f}x in non-embedding parameters; the rungs are heads "
                              "on frozen encoders, so only depth changes within a backbone; the verdict needs every rung at "
                              "or above 0.32 (half the paper's lower end) and a 7x span within one backbone"),
-        claims.finding("Normalized delta of the models that use context (0 if compatible, whatever the logits' scale)",
-                       "; ".join(f"{m}: {e.fmt('.2f')}" for m, e in normalized.items()),
-                       verdicts.all_above(normalized, 10 * float(norm_compatible[~norm_compatible.isnan()].max()) + 1e-6),
-                       basis=f"model protocol, mean over {n_rect} rectangles, against the compatible toy's float-rounding "
-                             f"level; unrelated views would give {NORMALIZED_INDEPENDENT:.2f}",
-                       paper_value="not in the paper; > 0 if incompatible"),
-        claims.finding("A compatible model gives delta = 0 through the masked-logit path (Potts toy)",
-                       below(toy_max, 1e-12), verdicts.identity(toy_max, 1e-12, "max delta of the compatible toy"),
-                       basis="500 rectangles, float64", paper_value="0"),
     ]
 
 
+def _verdict(rows: Sequence[claims.Finding], claim: int) -> str:
+    return next(f.verdict for f in rows if f.claim == claim)
+
+
 def summary_words(lad: LadderReading, *, judged: Mapping[str, Estimate], paper_range: tuple[float, float],
-                  sizes: Mapping[str, float], gap_df: pd.DataFrame, rows: Sequence[claims.Finding]) -> dict[str, str]:
-    """:func:`summary_texts` read off the ladder (its slopes and paired comparisons) and the claim
-    rows of :func:`findings` (``rows``: claims 1 and 3 give the verdict words)."""
-    raw, norm = "raw delta", "normalized delta"
+                  gap_df: pd.DataFrame, rows: Sequence[claims.Finding]) -> dict[str, str]:
+    """:func:`summary_texts` read off the ladder (its base-size model, top rung and paired
+    comparisons) and page 2.1's claim rows (``rows``, :func:`findings`: claim 1 gives the verdict)."""
     return summary_texts(
-        judged=judged, paper_range=paper_range, rungs=lad.rungs, raw=lad.est[raw], base=lad.base["model"],
-        top=lad.top["model"], slopes={"slope_within": lad.within[raw], "slope_mpnet": lad.alone_slope[raw],
-                                      "slope_pooled": lad.pooled[raw], "slope_norm_within": lad.within[norm]},
+        judged=judged, paper_range=paper_range, raw=lad.est["raw delta"], base=lad.base["model"], top=lad.top["model"],
         paired={"copy_vs_top": lad.copy_vs_top, "top5_vs_default": lad.top5_vs_reference,
                 "pppl_vs_default": lad.pppl_vs_reference},
-        sizes=sizes, gap_df=gap_df, verdicts_={"c1_verdict": rows[0].verdict, "c3_verdict": rows[2].verdict})
+        gap_df=gap_df, verdicts_={"c1_verdict": _verdict(rows, 1)})
+
+
+def size_summary_words(lad: LadderReading, *, paper_range: tuple[float, float], sizes: Mapping[str, float],
+                       rows: Sequence[claims.Finding]) -> dict[str, str]:
+    """:func:`size_summary_texts` read off the ladder (the rungs claim 1 judges, its slopes) and page
+    2.2's claim row (``rows``, :func:`size_findings`: claim 3 gives the verdict); ``sizes``: the live
+    models' parameters (millions)."""
+    raw, norm = "raw delta", "normalized delta"
+    return size_summary_texts(
+        judged={r["model"]: lad.est[raw][r["model"]] for r in lad.at_bar}, paper_range=paper_range, rungs=lad.rungs,
+        raw=lad.est[raw], top=lad.top["model"],
+        slopes={"slope_within": lad.within[raw], "slope_mpnet": lad.alone_slope[raw], "slope_pooled": lad.pooled[raw],
+                "slope_norm_within": lad.within[norm]},
+        sizes=sizes, verdicts_={"c3_verdict": _verdict(rows, 3)})
