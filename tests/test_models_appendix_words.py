@@ -32,10 +32,14 @@ def test_fraction_words_name_the_nearest_simple_share():
 
 
 def test_corpus_words_state_the_inputs():
-    w = ma.corpus_words(politics_leads=886, heldout_every=20, sotu_share=0.15, seq_len=64,
-                        shares=(0.8, 0.1, 0.1), n_words=1_631_859)
+    w = ma.corpus_words(politics_leads=886, heldout_every=20, sotu_share=0.15, seq_len=64, shares=(0.8, 0.1, 0.1))
     assert w == {"politics_leads": "886", "heldout_share": "5%", "sotu_cap": "15%", "window_len": "64",
-                 "bert_masking": "80% mask token, 10% random, 10% unchanged", "corpus_words": "1.6 million"}
+                 "bert_masking": "80% mask token, 10% random, 10% unchanged"}
+
+
+def test_mix_size_words_give_millions_or_billions():
+    assert ma.mix_size_words(1_631_859) == {"corpus_words": "1.6 million"}
+    assert ma.mix_size_words(3_300_000_000) == {"corpus_words": "3.3 billion"}
 
 
 def test_stage_words_follow_the_copy_rate_and_the_stops():
@@ -95,7 +99,7 @@ def test_ladder_words_turn_when_the_values_do():
 def test_bert_gap_words_compute_the_shares():
     stages = [_stage(1000, batch=32, seq_len=64)]
     pre = {"words": 3.3e9, "steps": 1_000_000, "batch": 256, "seq_lens": ((128, 1.0),)}
-    w = ma.bert_gap_words({"n_params": 100e6, "layers": 12, "hidden": 768}, {"n_params": 20e6}, stages, 1_600_000, pre)
+    w = ma.bert_gap_words({"n_params": 100e6, "layers": 12, "hidden": 768}, {"n_params": 20e6}, stages, pre)
     assert (w["bert_params"], w["bert_layers"], w["bert_hidden"]) == ("100M", "12", "768")
     assert (w["bert_words"], w["bert_steps"], w["bert_batch"]) == ("3.3 billion", "1M", "256")
     assert w["default_share"] == "a fifth" and w["default_steps"] == "1,000 steps of 32"

@@ -32,6 +32,7 @@ PINNED = {
     "book/07_escapes.ipynb": 0,
     "book/07_escapes_decoders.ipynb": 0,
     "book/appendix_models.ipynb": 0,
+    "book/appendix_models_scale.ipynb": 0,
     "book/appendix_performance.ipynb": 0,
     "book/appendix_scale.ipynb": 0,
     "book/appendix_rules.md": 0,

@@ -277,9 +277,9 @@ RULES: dict[str, list[tuple[str, Check] | Derived]] = {
         ("recorded_interventions", path_or_none()), ("record_to", recordable()),
     ],
     "appendix_models": [
-        ("n_examples", integer(1, 121)), ("n_passages", integer(1)), ("ar_candidates", integer(5)),
-        ("arch_rect", integer(2)),
+        ("n_examples", integer(1, 121)), ("n_passages", integer(1)), ("arch_rect", integer(2)),
     ],
+    "appendix_models_scale": [("ar_candidates", integer(5))],
     "appendix_performance": [
         ("fidelity_n", integer(4)), ("fidelity_passages", integer(2)), ("fidelity_pairs", integer(2)),
         ("fidelity_rect", integer(2)), ("fidelity_taus", each(number(0.0, lo_open=True))),

@@ -1,8 +1,13 @@
 """The models appendix's glued words, read from the shipped models' records and the training code.
 
-Every number the appendix's prose states about our models comes from here: each ``model.json`` /
-``eval.json`` / ``config.json`` under ``data/models``, the training code's settings and the
-measured behaviour of its masking, so that the text follows the models when they are retrained.
+The appendix is two pages: ``appendix_models`` (what ships, training, quality, architecture
+checks, reading the chapters: :func:`corpus_words`, :func:`quality_words`, :func:`stage_words`,
+:func:`reading_words`, :func:`target_words`) and ``appendix_models_scale`` (the size ladder,
+BERT-base, the latent models: :func:`ladder_words`, :func:`bert_gap_words`, :func:`latent_table`);
+both state the training mix's size (:func:`mix_size_words`). Every number their prose states
+about our models comes from here: each ``model.json`` / ``eval.json`` / ``config.json`` under
+``data/models``, the training code's settings and the measured behaviour of its masking, so that
+the text follows the models when they are retrained.
 The functions take those records as plain mappings (what ``json.loads`` gives) and return
 ``dict[str, str]`` of glue key -> words.
 """
@@ -17,7 +22,7 @@ from typing import Any
 from . import count_words, join_words
 
 __all__ = ["TOP5_TARGET", "COPY_TARGET", "BERT_PRETRAINING", "fraction_words", "corpus_words",
-           "quality_words", "stage_words", "ladder_words", "bert_gap_words", "latent_table", "reading_words", "target_words"]
+           "mix_size_words", "quality_words", "stage_words", "ladder_words", "bert_gap_words", "latent_table", "reading_words", "target_words"]
 
 TOP5_TARGET = 0.60
 """The probe top-5 the default MLM is meant to reach (a goal the project set, checked on the page)."""
@@ -74,16 +79,20 @@ def fraction_words(x: float) -> str:
 
 
 def corpus_words(*, politics_leads: int, heldout_every: int, sotu_share: float, seq_len: int,
-                 shares: tuple[float, float, float], n_words: int) -> dict[str, str]:
+                 shares: tuple[float, float, float]) -> dict[str, str]:
     """The training data and masking in words: the Wikipedia leads of the politics pool the
     ablation removes (``politics_leads``), the held-out share ``1 / heldout_every``, the State of
-    the Union cap ``sotu_share``, the window length ``seq_len``, BERT masking's ``shares`` (mask
-    token, random, unchanged: :data:`tokendyn.training.masking.BERT_SHARES`) and the mix's size ``n_words``."""
+    the Union cap ``sotu_share``, the window length ``seq_len`` and BERT masking's ``shares`` (mask
+    token, random, unchanged: :data:`tokendyn.training.masking.BERT_SHARES`)."""
     to_mask, rnd, same = shares
     return {"politics_leads": f"{politics_leads:,}", "heldout_share": _pct(1 / heldout_every),
             "sotu_cap": _pct(sotu_share), "window_len": f"{seq_len}",
-            "bert_masking": f"{_pct(to_mask)} mask token, {_pct(rnd)} random, {_pct(same)} unchanged",
-            "corpus_words": _millions(n_words)}
+            "bert_masking": f"{_pct(to_mask)} mask token, {_pct(rnd)} random, {_pct(same)} unchanged"}
+
+
+def mix_size_words(n_words: int) -> dict[str, str]:
+    """The training mix's size ``n_words`` in millions or billions of words (both pages state it)."""
+    return {"corpus_words": _millions(n_words)}
 
 
 def quality_words(probe_n: int, wordpiece_coverage: float, max_len: int) -> dict[str, str]:
@@ -184,10 +193,10 @@ def ladder_words(ladder: Mapping[str, tuple[str, int]], metas: Mapping[str, Mapp
 
 
 def bert_gap_words(bert: Mapping[str, int], default_meta: Mapping[str, Any], stages: Sequence[Mapping[str, Any]],
-                   n_words: int, pretraining: Mapping[str, Any] = BERT_PRETRAINING) -> dict[str, str]:
+                   pretraining: Mapping[str, Any] = BERT_PRETRAINING) -> dict[str, str]:
     """BERT-base against our default in words. ``bert``: ``n_params``, ``layers``, ``hidden`` (read
     from ``transformers.BertConfig()``); ``default_meta``: the default's ``model.json``; ``stages``:
-    its training stages; ``n_words``: the training mix's words; ``pretraining``: BERT-base's
+    its training stages; ``pretraining``: BERT-base's
     recipe (:data:`BERT_PRETRAINING`). Compute is counted as tokens processed times parameters."""
     steps = sum(s["steps"] for s in stages)
     batches = {s["batch"] for s in stages}
