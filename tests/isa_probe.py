@@ -28,14 +28,14 @@ y0 = experiments.start_states(loaded, 12, 8, topics=("science", "history"), seed
 logits = cond.site_logits(x0, torch.arange(8) % 12)
 digest = hashlib.sha256(logits.detach().contiguous().numpy().tobytes()).hexdigest()
 
-r = glauber.coupling_times(cond, x0, y0, tau=2.0, max_steps=300, seed=0)
-censored = ~r.coupled
-med = diagnostics.survival(r.times, censored, torch.arange(302.0)).median()
-share = stats.wilson(int(r.coupled.sum()), len(r.coupled))
+r = glauber.coupling_times(cond, x0, y0, tau=2.0, max_steps=300, seed=0).times
+coupled = int((~r.censored).sum())
+med = diagnostics.survival(r.times, r.censored, torch.arange(r.cap + 1.0)).median()
+share = stats.wilson(coupled, len(r.times))
 live = {
-    "coupling": (f"splade-tiny-mlm, n = 12, tau = 2: {int(r.coupled.sum())} of 8 pairs coupled within 300 steps "
+    "coupling": (f"splade-tiny-mlm, n = 12, tau = 2: {coupled} of 8 pairs coupled within 300 steps "
                  f"({share.fmt('.2f')}); median coupling time {book.fmt(med, '.0f')}; first logit {float(logits[0, 1000]):.4f}\n"),
-    "claims": repr(claims.table([claims.finding(4, share, verdicts.proportion_above(int(r.coupled.sum()), 8, 0.25),
+    "claims": repr(claims.table([claims.finding(4, share, verdicts.proportion_above(coupled, 8, 0.25),
                                                 basis="8 pairs, n = 12")])) + "\n",
 }
 reference = json.loads(open(sys.argv[1]).read()) if sys.argv[1] != "-" else None

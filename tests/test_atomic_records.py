@@ -24,6 +24,7 @@ from tokendyn.core import atomic, checkpoint
 from tokendyn.publish import claims, results, sweep
 from tokendyn.analysis import size
 from tokendyn.core.atomic import RecordError
+from tokendyn.mcmc.censored import CensoredTimes
 
 ROOT = Path(__file__).resolve().parents[1]
 CMD = "TOKENDYN_THREADS=1 nice -n 5 .venv/bin/python scripts/record_size_ladder.py --seed 3"
@@ -203,9 +204,11 @@ GENERIC = "or restore the committed copy (git checkout -- "
 READERS = {
     "results.load": (lambda t: _chapter_record(t), lambda p: results.load("99_demo", p.parent), "metrics", None, None,
                      "book/99_demo.ipynb"),
-    "results.load_run": (lambda t: results.save_run(t / "run.json", {("toy", 4, 1.0): (torch.tensor([3, 9]),
-                                                                                         torch.tensor([False, True]))},
-                                                    command=CMD, params={}, seed=0, models=["toy"]),
+    "results.load_run": (lambda t: results.save_run(t / "run.json",
+                                                    {("toy", 4, 1.0): CensoredTimes(torch.tensor([3, 9]),
+                                                                                    torch.tensor([False, True]), cap=9)},
+                                                    command=CMD, params={"budget_factors": [1.6]}, seed=0,
+                                                    models=["toy"]),  # cap: 1.6 x 4 ln 4 = 8.9 -> 9
                          results.load_run, "cells", results.RUN_KIND, CMD, GENERIC),
     "results.load_rows": (lambda t: _save_rows(t / "rows.json", 2), lambda p: results.load_rows(p, kind=KIND), "rows",
                           KIND, CMD, GENERIC),

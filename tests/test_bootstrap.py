@@ -10,14 +10,15 @@ import torch
 
 from tokendyn.mcmc import diagnostics, toy
 from tokendyn.analysis import experiments
+from tokendyn.mcmc.censored import CensoredTimes
 from tokendyn.mcmc.diagnostics import bootstrap as bs
 
 
-def _cell(n: int, budget: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _cell(n: int, budget: int, seed: int) -> CensoredTimes:
     g = torch.Generator().manual_seed(seed)
-    t = torch.randint(1, 2 * budget, (n,), generator=g).double()
+    t = torch.randint(1, 2 * budget, (n,), generator=g)
     c = t >= budget
-    return torch.where(c, torch.full_like(t, budget), t), c
+    return CensoredTimes(torch.where(c, budget, t), c, cap=budget)
 
 
 def test_bootstrap_median_of_the_full_sample_is_the_kaplan_meier_median():
@@ -47,14 +48,20 @@ def test_censor_at_is_the_prefix_of_a_longer_run():
     # the exact claim: a run with budget B is the longer run re-censored at B
     uni = toy.uniform(6, 3)
     x, y = torch.zeros(64, 6, dtype=torch.long), torch.ones(64, 6, dtype=torch.long)
-    (T_long, c_long), = experiments.coupling_grid(uni, x, y, taus=[1.0], max_steps=40, seed=5).values()
-    (T_short, c_short), = experiments.coupling_grid(uni, x, y, taus=[1.0], max_steps=12, seed=5).values()
-    T_cut, c_cut = bs.censor_at(T_long, c_long, 12)
-    assert torch.equal(c_cut, c_short.bool())
-    assert torch.equal(T_cut.long(), T_short.long())
+    long, = experiments.coupling_grid(uni, x, y, taus=[1.0], max_steps=40, seed=5).values()
+    short, = experiments.coupling_grid(uni, x, y, taus=[1.0], max_steps=12, seed=5).values()
+    T_cut, c_cut = bs.censor_at(long.times, long.censored, 12)
+    assert torch.equal(c_cut, short.censored)
+    assert torch.equal(T_cut, short.times)
     with pytest.raises(ValueError, match="budget=41"):
-        bs.censor_at(T_long, c_long, 41) if bool(c_long.any()) else bs.censor_at(
-            T_long, torch.ones_like(c_long), 41)
+        bs.censor_at(long.times, long.censored, 41) if bool(long.censored.any()) else bs.censor_at(
+            long.times, torch.ones_like(long.censored), 41)
+    # every cell of a run at once, at budget_factor n ln n: the run that budget gives, capped there
+    budget = diagnostics.budget_steps(1.0, 6)  # 6 ln 6 = 10.75 -> 11 steps
+    cut = bs.censor_cells({("u", 6, 1.0): long}, 1.0)[("u", 6, 1.0)]
+    at, = experiments.coupling_grid(uni, x, y, taus=[1.0], max_steps=budget, seed=5).values()
+    assert budget == 11 and cut.cap == at.cap == 11
+    assert torch.equal(cut.times, at.times) and torch.equal(cut.censored, at.censored) and bool(at.censored.any())
 
 
 def test_coupon_collector_median_is_exact():
@@ -97,8 +104,8 @@ def test_crossover_survey_is_every_source_budget_and_threshold_from_one_bootstra
         budget = int(round(10 * diagnostics.n_log_n(n)))
         for k, tau in enumerate(taus):
             fast = tau >= cut
-            cells[("m", n, tau)] = (torch.full((32,), float(n * 3 + k) if fast else float(budget)),
-                                    torch.full((32,), not fast, dtype=torch.bool))
+            cells[("m", n, tau)] = CensoredTimes(torch.full((32,), n * 3 + k if fast else budget),
+                                                 torch.full((32,), not fast, dtype=torch.bool), cap=budget)
     sources = {"live": (cells, ["m"], [8, 16], taus), "short": (cells, ["m"], [8, 16], taus[-2:])}
     survey = bs.crossover_survey(sources, [2.0, 10.0], blowup=3.0, blowups=[2.0, 3.0, 5.0], n_boot=200, seed=0)
     rows, rises, draws = survey.rows, survey.rises, survey.draws

@@ -12,7 +12,7 @@ CASES = [
     ("00_getting_started.ipynb", {"fill_topic": "nonsense"}, "fill_topic='nonsense' is not allowed"),
     ("00_getting_started.ipynb", {"n_tokens": 1}, "n_tokens=1 is out of range"),
     ("03_phase_transition.ipynb", {"ns": [8, 1]}, "ns=1 is out of range"),
-    ("03_phase_transition.ipynb", {"shape_run": "runs/other.json"}, "shape_run='runs/other.json': must be one of"),
+    ("03_phase_transition_crossover.ipynb", {"shape_run": "runs/other.json"}, "shape_run='runs/other.json': must be one of"),
     ("04_basins.ipynb", {"hamming_h": -1}, "hamming_h=-1 is out of range"),
     ("05_tube_law.ipynb", {"method": "rk4"}, "method='rk4' is not allowed"),
     ("05_tube_law_map.ipynb", {"recorded_ladder": 5}, "recorded_ladder must be a path under data/"),

@@ -41,7 +41,7 @@ def test_every_chapter_checks_its_parameters_in_one_call():
     ("02_rectangle_test", {"n_tokens": 3}, "n_tokens=3 is out of range"),
     ("02_rectangle_test_size", {"ap_k": 1}, "ap_k=1 is out of range"),
     ("03_phase_transition", {"drift_budget_factor": 50.0}, "drift_budget_factor=50.0 is out of range"),
-    ("03_phase_transition", {"recorded_runs": "runs/x.json"}, "give a list of paths"),
+    ("03_phase_transition_crossover", {"recorded_runs": "runs/x.json"}, "give a list of paths"),
     ("04_basins", {"hamming_h": 40}, "hamming_h=40 is out of range"),
     ("04_basins_census", {"hamming_h": 16}, "hamming_h=16 is out of range"),
     ("04_basins_census", {"segment_steps": 7, "record_every": 2}, "record_every=2 must divide segment_steps=7"),

@@ -91,13 +91,13 @@ def test_another_model_under_the_same_tag_never_gets_the_first_models_cells(tmp_
     kw = dict(taus=[0.7], max_steps=200, seed=0, key="survey", tag={"model": "default"})
     a, b = toy.potts_chain(5, 3, coupling=2.0, seed=0), toy.potts_chain(5, 3, coupling=-1.0, seed=1)
     store = checkpoint.Store(tmp_path)
-    got_a = experiments.coupling_grid(a, x0, y0, store=store, **kw)[0.7][0]
-    got_b = experiments.coupling_grid(b, x0, y0, store=store, **kw)[0.7][0]
-    fresh_b = experiments.coupling_grid(b, x0, y0, **kw)[0.7][0]
+    got_a = experiments.coupling_grid(a, x0, y0, store=store, **kw)[0.7].times
+    got_b = experiments.coupling_grid(b, x0, y0, store=store, **kw)[0.7].times
+    fresh_b = experiments.coupling_grid(b, x0, y0, **kw)[0.7].times
     assert torch.equal(got_b, fresh_b) and not torch.equal(got_a, got_b)
     assert len(list(tmp_path.glob("*.safetensors"))) == 2
     # a second pass reads both cells back, each for its own model
-    assert torch.equal(experiments.coupling_grid(a, x0, y0, store=store, **kw)[0.7][0], got_a)
+    assert torch.equal(experiments.coupling_grid(a, x0, y0, store=store, **kw)[0.7].times, got_a)
 
 
 def test_retrained_weights_under_the_same_name_are_a_new_cell(tmp_path):

@@ -146,14 +146,14 @@ def test_coupling_grid_on_the_uniform_model_is_the_coupon_collector(tmp_path):
     store = Store(tmp_path)
     res = experiments.coupling_grid(model, x0, y0, taus=[1.0], max_steps=60, seed=3, store=store,
                                tag={"model": "uniform"})
-    T, cens = res[1.0]
-    assert not cens.any()
-    assert float(T.double().mean()) == pytest.approx(toy.coupon_collector_mean(n), rel=0.05)
-    emp = diagnostics.survival(T, cens, torch.arange(30.0))
+    cell = res[1.0]
+    assert not cell.censored.any() and cell.cap == 60
+    assert float(cell.times.double().mean()) == pytest.approx(toy.coupon_collector_mean(n), rel=0.05)
+    emp = diagnostics.survival(cell.times, cell.censored, torch.arange(30.0))
     assert (emp.surv - toy.coupon_collector_survival(n, 29)).abs().max() < 0.05
     again = experiments.coupling_grid(model, x0, y0, taus=[1.0], max_steps=60, seed=3, store=store,
-                                 tag={"model": "uniform"})
-    assert torch.equal(again[1.0][0], T) and len(list(tmp_path.iterdir())) == 1
+                                 tag={"model": "uniform"})  # read back from the store: the cap is its max_steps
+    assert torch.equal(again[1.0].times, cell.times) and again[1.0].cap == 60 and len(list(tmp_path.iterdir())) == 1
 
 
 def test_coupling_grid_censors_at_the_budget():
@@ -161,8 +161,8 @@ def test_coupling_grid_censors_at_the_budget():
     model = toy.potts_chain(6, 2, coupling=4.0, field=0.0, seed=0)
     x0 = torch.zeros(8, 6, dtype=torch.long)
     y0 = torch.ones(8, 6, dtype=torch.long)
-    T, cens = experiments.coupling_grid(model, x0, y0, taus=[0.2], max_steps=30, seed=0)[0.2]
-    assert cens.all() and (T == 30).all()
+    cell = experiments.coupling_grid(model, x0, y0, taus=[0.2], max_steps=30, seed=0)[0.2]
+    assert cell.censored.all() and (cell.times == 30).all() and cell.cap == 30
 
 
 def test_forgotten_drift_is_the_mean_distance_to_the_other_starts():
@@ -201,9 +201,9 @@ def test_coupling_grid_splits_a_mixed_batch_back_per_tau():
     y0 = torch.ones(8, 6, dtype=torch.long)
     res = experiments.coupling_grid(model, x0, y0, taus=[0.2, 50.0], max_steps=300, seed=0)
     assert list(res) == [0.2, 50.0]
-    assert res[0.2][1].all()            # cold: stuck in the two ground states, censored
-    assert not res[50.0][1].any()       # hot: near-uniform conditionals couple fast
-    assert float(res[50.0][0].double().mean()) < 60
+    assert res[0.2].censored.all()            # cold: stuck in the two ground states, censored
+    assert not res[50.0].censored.any()       # hot: near-uniform conditionals couple fast
+    assert float(res[50.0].times.double().mean()) < 60
 
 
 def test_coupling_drift_grid_reads_drift_off_the_coupled_chains(tmp_path):
@@ -223,14 +223,13 @@ def test_coupling_drift_grid_reads_drift_off_the_coupled_chains(tmp_path):
                                              embed=embed, store=Store(tmp_path))
     assert list(times) == list(runs) == [0.5, 3.0]
     for tau in (0.5, 3.0):
-        T, cens = times[tau]
-        assert T.shape == cens.shape == (3,)
+        assert times[tau].times.shape == times[tau].censored.shape == (3,) and times[tau].cap == 200
         r = runs[tau]
         assert r.t.tolist() == [0, 10, 20, 30, 40] and torch.equal(r.trajectory[0], x0)
         counts = torch.nn.functional.one_hot(r.trajectory, 4).sum(2).double()
         assert torch.allclose(r.drift, diagnostics.drift(counts, counts[0]))
     # the same pairs alone, without recording: the same coupling law (hot pairs couple fast)
-    assert float(times[3.0][0].double().mean()) < 200
+    assert float(times[3.0].times.double().mean()) < 200
     again = experiments.coupling_drift_grid(model, x0, y0, taus=[0.5, 3.0], max_steps=200, drift_steps=40,
                                        records=4, seed=2, decode=decode, embed=lambda _: 1 / 0,
                                        store=Store(tmp_path))

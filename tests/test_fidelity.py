@@ -8,6 +8,7 @@ import torch
 from tokendyn.analysis import fidelity
 from tokendyn.core.stats import Estimate
 from tokendyn.mcmc import toy
+from tokendyn.mcmc.censored import CensoredTimes
 
 
 class Rounded:
@@ -28,7 +29,8 @@ def test_identical_models_agree_exactly():
     assert r.kl.shape == (2, 50) and float(r.kl.abs().max()) < 1e-12 and bool(r.argmax_agree.all())
     y = (x + 1) % 4
     pc = fidelity.paired_coupling(m, m, x, y, tau=1.0, max_steps=200, seed=3)
-    assert pc.max_survival_gap == 0.0 and torch.equal(pc.times_ref, pc.times_test)
+    assert pc.max_survival_gap == 0.0 and torch.equal(pc.ref.times, pc.test.times) and pc.max_steps == 200
+    assert torch.equal(pc.ref.censored, pc.test.censored) and pc.ref.cap == pc.test.cap == 200
     a, b = fidelity.paired_delta(m, m, x, seed=4, protocol="uniform")
     assert torch.equal(a, b)
 
@@ -87,8 +89,8 @@ def test_a_model_that_prefers_other_tokens_changes_a_conclusion():
 
 
 def _summary(gap, ref, test, agree):
-    pc = fidelity.PairedCoupling(torch.zeros(4), torch.zeros(4, dtype=torch.bool), torch.zeros(4),
-                                 torch.zeros(4, dtype=torch.bool), gap, 10)
+    none = CensoredTimes(torch.zeros(4, dtype=torch.long), torch.zeros(4, dtype=torch.bool), cap=10)
+    pc = fidelity.PairedCoupling(none, none, gap)
     e = Estimate(0.0, 0.0, 0.0, 4)
     return fidelity.FidelitySummary({1.0: e}, Estimate(agree, agree, agree, 100), pc, (1.0, 1.0), 0.3, 1.0, 6,
                                     (torch.zeros(4), torch.zeros(4)), Estimate(*ref, 4), Estimate(*test, 4), e)

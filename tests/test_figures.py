@@ -14,6 +14,7 @@ from tokendyn.publish import figures
 from tokendyn.mcmc import toy
 from tokendyn.mcmc.diagnostics import DriftRun, survival
 from tokendyn.analysis.fidelity import PairedCoupling
+from tokendyn.mcmc.censored import CensoredTimes
 from tokendyn.mcmc.fill import SiteConditionals
 from tokendyn.publish.figures._style import tau_palette
 
@@ -117,10 +118,9 @@ def test_coupling_anchor_three_curves_and_a_rule():
 
 
 def test_survival_grid_keeps_the_step_curves_change_points_and_the_exact_law():
-    T = torch.tensor([2.0, 2.0, 5.0, 9.0])
-    coupling = {("m", 4, 1.0): (T, torch.tensor([False, False, False, True])),
-                ("m", 4, 2.0): (torch.tensor([1.0, 1.0, 1.0, 3.0]), torch.zeros(4, dtype=torch.bool))}
-    chart = figures.survival_grid(coupling, {4: 9})
+    coupling = {("m", 4, 1.0): CensoredTimes(torch.tensor([2, 2, 5, 9]), torch.tensor([False, False, False, True]), 9),
+                ("m", 4, 2.0): CensoredTimes(torch.tensor([1, 1, 1, 3]), torch.zeros(4, dtype=torch.bool), 9)}
+    chart = figures.survival_grid(coupling)  # each curve and the exact law end at the cells' cap
     rows = _rows(chart)
     low = [(r["t"], r["P(T > t)"]) for r in rows if r["curve"] == "tau=1"]
     # the first point and each side of a jump; the end at the censored last run is unknown, not drawn
@@ -133,10 +133,10 @@ def test_survival_grid_keeps_the_step_curves_change_points_and_the_exact_law():
 
 
 def test_paired_survival_one_curve_per_model():
-    pc = PairedCoupling(torch.tensor([1.0, 3.0]), torch.tensor([False, False]), torch.tensor([2.0, 4.0]),
-                        torch.tensor([False, True]), 0.5, 4)
+    pc = PairedCoupling(CensoredTimes(torch.tensor([1, 3]), torch.tensor([False, False]), 4),
+                        CensoredTimes(torch.tensor([2, 4]), torch.tensor([False, True]), 4), 0.5)
     rows = _rows(figures.paired_survival(pc))
-    assert len(rows) == 12 and {r["model dtype"] for r in rows} == {"fp32", "bf16"}
+    assert len(rows) == 10 and {r["model dtype"] for r in rows} == {"fp32", "bf16"}  # t = 0..4, the budget
 
 
 def test_drift_panels_one_row_per_model():

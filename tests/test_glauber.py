@@ -112,8 +112,8 @@ def test_uniform_model_coupling_is_coupon_collector(coupling):
     x0 = torch.arange(n).repeat(N, 1)
     res = G.coupling_times(u, x0, x0 + 15, tau=1.0, max_steps=400, seed=2, coupling=coupling,
                            check_every=8)
-    assert res.coupled.all()
-    mean, se = res.times.double().mean().item(), res.times.double().std().item() / math.sqrt(N)
+    assert not res.times.censored.any() and res.times.cap == 400
+    mean, se = res.times.times.double().mean().item(), res.times.times.double().std().item() / math.sqrt(N)
     assert abs(mean - toy.coupon_collector_mean(n)) < 4 * se  # n H_n = 21.74
 
 
@@ -121,11 +121,11 @@ def test_censored_rows_are_kept_and_marked():
     m = toy.potts_chain(8, 3, coupling=3.0, seed=0)
     x0 = torch.zeros(6, 8, dtype=torch.long)
     y0 = torch.full((6, 8), 2)
-    res = G.coupling_times(m, x0, y0, tau=0.2, max_steps=5, seed=0)
-    assert res.times.shape == (6,) and not res.coupled.any()
-    assert (res.times == 6).all() and res.max_steps == 5
-    same = G.coupling_times(m, x0, x0, tau=1.0, max_steps=5, seed=0)
-    assert (same.times == 0).all() and same.coupled.all()
+    res = G.coupling_times(m, x0, y0, tau=0.2, max_steps=5, seed=0).times
+    assert res.times.shape == (6,) and res.censored.all()
+    assert (res.times == 5).all() and res.cap == 5  # censored at the last step watched
+    same = G.coupling_times(m, x0, x0, tau=1.0, max_steps=5, seed=0).times
+    assert (same.times == 0).all() and not same.censored.any() and same.cap == 5
 
 
 @pytest.mark.slow
@@ -134,9 +134,9 @@ def test_maximal_couples_faster_than_crn_on_a_potts_chain():
     x0 = torch.zeros(400, 6, dtype=torch.long)
     y0 = torch.full((400, 6), 4)
     tm = G.coupling_times(m, x0, y0, tau=1.0, max_steps=2000, seed=0, coupling="maximal",
-                            check_every=8).times
+                            check_every=8).times.times
     tc = G.coupling_times(m, x0, y0, tau=1.0, max_steps=2000, seed=0, coupling="crn",
-                            check_every=8).times
+                            check_every=8).times.times
     assert tm.double().mean() < tc.double().mean()
 
 
@@ -217,8 +217,8 @@ def test_dropping_coupled_pairs_keeps_the_coupon_collector_law():
     x0 = torch.arange(n).repeat(2 * N, 1)
     tau = torch.tensor([0.5, 5.0]).repeat_interleave(N)  # the uniform model ignores tau
     res = G.coupling_times(u, x0, x0 + 15, tau=tau, max_steps=400, seed=2, check_every=4,
-                           drop_coupled=True)
-    assert res.coupled.all() and res.times.shape == (2 * N,)
+                           drop_coupled=True).times
+    assert not res.censored.any() and res.times.shape == (2 * N,)
     for half in (res.times[:N], res.times[N:]):
         mean, se = half.double().mean().item(), half.double().std().item() / math.sqrt(N)
         assert abs(mean - toy.coupon_collector_mean(n)) < 4 * se
@@ -229,9 +229,9 @@ def test_dropping_coupled_pairs_keeps_censored_rows_in_place():
     x0 = torch.zeros(4, 6, dtype=torch.long)
     y0 = torch.cat([torch.zeros(2, 6, dtype=torch.long), torch.ones(2, 6, dtype=torch.long)])
     res = G.coupling_times(m, x0, y0, tau=torch.tensor([1.0, 1.0, 0.1, 0.1]), max_steps=40, seed=0,
-                           check_every=4, drop_coupled=True)
-    assert res.times[:2].tolist() == [0, 0] and res.coupled[:2].all()
-    assert not res.coupled[2:].any() and (res.times[2:] == 41).all()
+                           check_every=4, drop_coupled=True).times
+    assert res.times[:2].tolist() == [0, 0] and not res.censored[:2].any()
+    assert res.censored[2:].all() and (res.times[2:] == 40).all()
 
 
 def test_coupling_records_the_first_chain_as_an_exact_glauber_trajectory():
@@ -355,7 +355,7 @@ def test_states_outside_the_support_are_refused():
             G.coupled_step(cond, G.init_coupled(ok, x), torch.Generator(), tau=1.0)
         with pytest.raises(ValueError, match="x0 holds"):
             G.greedy_fixed_point(cond, x)
-    assert G.coupling_times(cond, ok, ok.clone(), tau=1.0, max_steps=5, seed=0).times.tolist() == [0, 0]
+    assert G.coupling_times(cond, ok, ok.clone(), tau=1.0, max_steps=5, seed=0).times.times.tolist() == [0, 0]
 
 
 def test_run_drives_plain_and_coupled_chains_like_the_step_functions():
@@ -371,14 +371,15 @@ def test_run_drives_plain_and_coupled_chains_like_the_step_functions():
     assert torch.equal(st.tokens, r.state.tokens) and r.state.t == st.t == 25
     g1, g2 = torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
     cs = G.init_coupled(x0, y0)
-    times = torch.full((6,), 31)
+    times, apart = torch.full((6,), 30), torch.ones(6, dtype=torch.bool)
     for t in range(30):
         cs, info = G.coupled_step(m, cs, g1, tau=0.8, coupling=G.crn_coupling)
-        times = torch.where((cs.x == cs.y).all(1) & (times > 30), t + 1, times)
+        now = (cs.x == cs.y).all(1) & apart
+        times, apart = torch.where(now, t + 1, times), apart & ~now
         assert info.values_y is not None
     r = G.run(m, G.init_coupled(x0, y0), g2, steps=30, tau=0.8, coupling="crn", check_every=1000)
     assert torch.equal(r.state.x, cs.x) and torch.equal(r.state.y, cs.y)
-    assert torch.equal(r.times, times) and torch.equal(r.coupled, times <= 30)
+    assert torch.equal(r.times.times, times) and torch.equal(r.times.censored, apart) and r.times.cap == 30
 
 
 def test_run_keeps_every_row_of_dropped_pairs_in_its_final_state():
@@ -386,7 +387,7 @@ def test_run_keeps_every_row_of_dropped_pairs_in_its_final_state():
     x0 = torch.zeros(32, 4, dtype=torch.long)
     r = G.run(u, G.init_coupled(x0, x0 + 1), torch.Generator().manual_seed(0), steps=200, tau=1.0,
               check_every=2, drop_coupled=True)
-    assert r.coupled.all() and r.state.x.shape == (32, 4)
+    assert not r.times.censored.any() and r.state.x.shape == (32, 4)
     assert torch.equal(r.state.x, r.state.y)  # a coupled pair stays equal, dropped or not
 
 

@@ -51,9 +51,9 @@ def survey(folder: Path) -> dict[str, torch.Tensor]:
         y0 = torch.full((16, 6), (k + 1) % 3, dtype=torch.long)
         res = experiments.coupling_grid(model, x0, y0, taus=TAUS, max_steps=200, seed=k, store=store,
                                    key=f"cell{k}", tag={"survey": "kill-resume"})
-        for tau, (times, cens) in res.items():
-            out[f"cell{k}/tau{tau}/times"] = times
-            out[f"cell{k}/tau{tau}/censored"] = cens
+        for tau, cell in res.items():
+            out[f"cell{k}/tau{tau}/times"] = cell.times
+            out[f"cell{k}/tau{tau}/censored"] = cell.censored
     return out
 
 

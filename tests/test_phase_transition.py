@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from tokendyn.mcmc import diagnostics
+from tokendyn.mcmc.censored import CensoredTimes
 from tokendyn.publish.chapters import phase_transition as phase
 from tokendyn.publish import results
 
@@ -19,11 +20,11 @@ def _cells(ns, cut):
     the colder ones never do within 10 n ln n."""
     cells = {}
     for n in ns:
-        budget = int(round(10 * diagnostics.n_log_n(n)))
+        budget = diagnostics.budget_steps(10.0, n)
         for k, tau in enumerate(TAUS):
             fast = tau >= cut[n]
-            T = torch.full((32,), float(round(diagnostics.n_log_n(n))) + k if fast else float(budget))
-            cells[("m", n, tau)] = (T, torch.full((32,), not fast, dtype=torch.bool))
+            T = torch.full((32,), round(diagnostics.n_log_n(n)) + k if fast else budget)
+            cells[("m", n, tau)] = CensoredTimes(T, torch.full((32,), not fast, dtype=torch.bool), cap=budget)
     return cells
 
 
@@ -66,8 +67,8 @@ def test_shape_finding_and_texts_on_an_exact_n_log_n_law():
     cells = {}
     for tau in (1.5, 5.0):
         for n in ns:  # log-normal around 2 n ln n: the n log n law with C = 2
-            T = (2 * diagnostics.n_log_n(n) * torch.exp(0.2 * torch.randn(64, generator=gen))).round()
-            cells[("m", n, tau)] = (T, torch.zeros(64, dtype=torch.bool))
+            T = (2 * diagnostics.n_log_n(n) * torch.exp(0.2 * torch.randn(64, generator=gen))).round().long()
+            cells[("m", n, tau)] = CensoredTimes(T, torch.zeros(64, dtype=torch.bool), cap=diagnostics.budget_steps(30.0, n))
     shapes = diagnostics.shapes_by_model(cells, ["m"], [1.5, 5.0])
     f = phase.shape_finding(shapes, source="rec", ns=ns, pairs=64, budget=30.0)
     assert f.claim == 4 and f.verdict == "reproduced", f.reason
@@ -99,9 +100,11 @@ def test_size_texts_read_both_runs_and_the_hotter_threshold():
 
 
 def test_rule_texts_are_the_rules_defaults():
-    words = phase.rule_texts()
+    words = phase.rule_texts()  # page 3.2's: claims 4 and 5
     assert words["claim4_level"] == "ln 20 ≈ 3.0" and words["claim4_span"] == "8x" and words["claim4_hot"] == "1.5"
-    assert words["claim5_band"] == "[1.5, 2]" and words["claim5_rise"] == "97.5%" and words["plateau_tol"] == "5%"
+    assert words["claim5_band"] == "[1.5, 2]" and words["claim5_rise"] == "97.5%" and "plateau_tol" not in words
+    survey = phase.survey_rule_texts()  # page 3.1's: the drift plateau and the context floor
+    assert survey == {"plateau_tol": "5%", "context_floor": "0.25"}
 
 
 def test_run_words_say_a_recorded_run_in_one_line():

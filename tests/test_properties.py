@@ -195,14 +195,14 @@ def test_coupling_times_run_or_name_the_bad_argument(data_):
         "check_every": check_every == 0})
     if res is None:
         return
-    T = res.times
-    assert T.shape == (b,) and bool(((T >= 0) & (T <= max_steps + 1)).all())
-    assert torch.equal(res.coupled, T <= max_steps)
+    T, c = res.times.times, res.times.censored  # CensoredTimes checked its convention: censored rows at the cap
+    assert T.shape == (b,) and res.times.cap == max_steps
     equal_rows = (x0 == y0).all(1)
-    assert bool((T[equal_rows] == 0).all()) and bool((T[~equal_rows] > 0).all())
+    assert bool((T[equal_rows] == 0).all()) and not bool(c[equal_rows].any())
+    assert bool((T[~equal_rows & ~c] > 0).all())  # a pair that starts apart couples at step 1 at the earliest
     again = G.coupling_times(m, x0, y0, tau=tau, max_steps=max_steps, seed=seed, coupling=coupling,
                              check_every=check_every, drop_coupled=drop)
-    assert torch.equal(again.times, T)
+    assert torch.equal(again.times.times, T) and torch.equal(again.times.censored, res.times.censored)
 
 
 @settings(max_examples=N_STAY, **CASES)
@@ -221,11 +221,11 @@ def test_coupled_pairs_stay_coupled_from_their_coupling_time_on(data_):
               coupling=data_.draw(st.sampled_from(tuple(G.COUPLINGS))), scan=data_.draw(st.sampled_from(SCANS)))
     a = G.coupling_times(m, x0, y0, **kw)
     b_ = G.coupling_times(m, y0, x0, **kw)
-    assert torch.equal(a.times, b_.times)
+    assert torch.equal(a.times.times, b_.times.times) and torch.equal(a.times.censored, b_.times.censored)
     agree = (a.trajectory == b_.trajectory).all(-1)  # [T + 1, B]: both chains equal at step t
     for r in range(b):
-        t = int(a.times[r])
-        if t <= steps:
+        t = int(a.times.times[r])
+        if not a.times.censored[r]:
             assert bool(agree[t:, r].all()), "a coupled pair came apart"
             assert not bool(agree[:t, r].any()), "the pair agreed before its coupling time"
         else:

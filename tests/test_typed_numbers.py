@@ -22,6 +22,7 @@ PINNED = {
     "book/02_rectangle_test.ipynb": 0,
     "book/02_rectangle_test_size.ipynb": 0,
     "book/03_phase_transition.ipynb": 0,
+    "book/03_phase_transition_crossover.ipynb": 0,
     "book/04_basins.ipynb": 0,
     "book/04_basins_attractor.ipynb": 0,
     "book/04_basins_census.ipynb": 0,

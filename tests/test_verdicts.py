@@ -113,12 +113,13 @@ def test_the_within_group_slope_is_not_moved_by_a_gap_between_groups():
 def _times(law, *, ns=(8, 16, 32, 64, 128), pairs=32, C=1.5, sigma=0.35, cap=30.0, seed=0):
     """Constructed coupling times: T = C law(n) e^(sigma z), censored at cap n ln n."""
     import torch
+    from tokendyn.mcmc.censored import CensoredTimes
     rng = np.random.default_rng(seed)
     out = {}
     for n in ns:
         t = np.ceil(C * law(n) * np.exp(sigma * rng.standard_normal(pairs)))
         top = round(cap * n * math.log(n))
-        out[n] = (torch.tensor(np.minimum(t, top)), torch.tensor(t >= top))
+        out[n] = CensoredTimes(torch.tensor(np.minimum(t, top)).long(), torch.tensor(t >= top), cap=top)
     return out
 
 
@@ -134,7 +135,7 @@ def test_compare_shapes_tells_n_log_n_from_n_to_the_1_5():
     assert abs(a.C - 1.5) < 0.15 and abs(a.sigma - 0.35) < 0.07
     # a slope of log T on log(n ln n) cannot: n^1.5 is (n ln n)^1.15 here, inside [0.75, 1.25]
     from tokendyn.mcmc.diagnostics import shape_slope
-    med = [float(np.median(b_[0].numpy())) for b_ in _times(POW15).values()]
+    med = [float(np.median(b_.times.numpy())) for b_ in _times(POW15).values()]
     assert 0.75 < shape_slope([8, 16, 32, 64, 128], med) < 1.25
     # censoring: a slow temperature (C = 40 > the cap of 30) does not couple
     slow = compare_shapes(_times(NLOGN, C=40.0, sigma=0.2))
@@ -149,7 +150,9 @@ def test_a_temperature_that_never_couples_reads_did_not_couple():
     import torch
     from tokendyn.mcmc.diagnostics import compare_shapes, shapes_by_model
     hot = _times(NLOGN)
-    cold = {n: (torch.full((32,), float(round(30 * n * math.log(n)))), torch.ones(32, dtype=torch.bool)) for n in hot}
+    from tokendyn.mcmc.censored import CensoredTimes
+    cold = {n: CensoredTimes(torch.full((32,), round(30 * n * math.log(n))), torch.ones(32, dtype=torch.bool),
+                             cap=round(30 * n * math.log(n))) for n in hot}
     cells = {("m", n, 5.0): tc for n, tc in hot.items()} | {("m", n, 1.0): tc for n, tc in cold.items()}
     got = shapes_by_model(cells, ["m"], [1.0, 5.0])["m"]
     assert not got[1.0].medians_finite and math.isnan(got[1.0].log_lr) and got[1.0].n_censored == 5 * 32

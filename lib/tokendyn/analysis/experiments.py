@@ -5,7 +5,9 @@ one batch of ``len(taus) * B`` pairs with per-pair temperatures, and optionally 
 semantic drift of the same chains on the way (the first chain of a maximal or CRN pair is an
 exact Glauber chain). Each survey is one cell of a :class:`~tokendyn.core.checkpoint.Store`, keyed
 by the model itself and its parameters, so an interrupted run resumes at the first unfinished
-cell and another model or retrained weights never reuse one.
+cell and another model or retrained weights never reuse one. Coupling times come back as
+:class:`~tokendyn.mcmc.censored.CensoredTimes`; a store cell holds their ``times`` and ``censored``
+tensors, its ``cap`` is the cell's ``max_steps`` parameter.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..core.checkpoint import Store
 from ..core.checks import check_range
 from ..core.data import passages
 from ..mcmc import glauber, toy
+from ..mcmc.censored import CensoredTimes
 from ..mcmc.conditional import ConditionalModel, content_ids, decode
 from ..mcmc.diagnostics.bootstrap import bootstrap_medians, median_draws_interval
 from ..mcmc.diagnostics.drift import DriftRun, drift, forgotten_drift
@@ -35,7 +38,7 @@ __all__ = ["coupling_grid", "coupling_drift_grid", "start_states", "drift_reader
 FIRST_TOPICS = ("health", "sports", "food")
 SECOND_TOPICS = ("politics", "science", "history")
 
-Times = dict[float, tuple[torch.Tensor, torch.Tensor]]
+Times = dict[float, CensoredTimes]
 
 
 @dataclass(frozen=True)
@@ -95,15 +98,15 @@ def _survey(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *, taus
         tau = torch.tensor(taus, dtype=torch.float64, device=x0.device).repeat_interleave(B)
         r = glauber.coupling_times(model, x0.repeat(k, 1), y0.repeat(k, 1), tau=tau, max_steps=max_steps,
                                    seed=seed, coupling=coupling, drop_coupled=True, **record)
-        cell = {"times": torch.where(r.coupled, r.times, max_steps).cpu(), "censored": (~r.coupled).cpu()}
+        cell = {"times": r.times.times.cpu(), "censored": r.times.censored.cpu()}
         if drift_spec is not None:
             cell.update(t=r.steps_recorded.cpu(),
                         **_drift_cell(r.trajectory.cpu(), k, drift_spec.decode, drift_spec.embed))
         return cell
 
     cell = (store or Store(None)).get_or_compute(key, params, run, model=model)
-    times = {tau: (cell["times"][j * B:(j + 1) * B], cell["censored"][j * B:(j + 1) * B])
-             for j, tau in enumerate(taus)}
+    rows = [slice(j * B, (j + 1) * B) for j in range(k)]
+    times = {tau: CensoredTimes(cell["times"][r], cell["censored"][r], cap=max_steps) for tau, r in zip(taus, rows)}
     runs = {} if drift_spec is None else {
         tau: DriftRun(t=cell["t"], drift=cell["drift"][:, j], forgotten=cell["forgotten"][:, j],
                       trajectory=cell["trajectory"][:, j]) for j, tau in enumerate(taus)}
@@ -117,7 +120,7 @@ def coupling_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, *
     """Coupling times of the row pairs ``x0``, ``y0`` [B, n] at every tau, ready for
     :func:`~tokendyn.mcmc.diagnostics.survival`.
 
-    Returns ``{tau: (times [B], censored [B])}`` with a censored pair's time set to ``max_steps``,
+    Returns ``{tau: CensoredTimes}`` (``[B]`` each), a pair still apart censored at ``max_steps``,
     the last step it was watched. The whole grid runs as one batch of ``len(taus) * B`` pairs,
     each with its own temperature, and pairs leave the batch once coupled. One checkpointed cell
     of ``store`` (see the module docstring); ``tag`` names anything else that should tell cells
@@ -138,7 +141,7 @@ def coupling_drift_grid(model: ConditionalModel, x0: torch.Tensor, y0: torch.Ten
     Each pair's first chain (started at ``x0`` [B, n], B >= 2) is recorded ``records`` times over
     the first ``drift_steps`` steps (at least one step apart), decoded by ``decode`` (tokens
     [N, n] -> N strings) and embedded by ``embed`` (N strings -> [N, d]). Returns
-    ``({tau: (times [B], censored [B])}, {tau: DriftRun})``. Costs the coupling run only (pairs
+    ``({tau: CensoredTimes [B]}, {tau: DriftRun})``. Costs the coupling run only (pairs
     stay in the batch until the last record), instead of a coupling run plus a drift run.
     """
     return _survey(model, x0, y0, taus=taus, max_steps=max_steps, seed=seed, coupling=coupling,
@@ -184,13 +187,13 @@ def survey(mlms: Mapping[str, tuple[Any, ConditionalModel]], embedder: Any, ns: 
            taus: Sequence[float], budget: Mapping[int, int], drift_budget: Mapping[int, int], records: int,
            pairs: int, seed: int, store: Store | None = None, device: Any = "cpu",
            progress: Callable[[list, str], Any] = lambda items, what: items
-           ) -> tuple[dict[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]], dict[tuple[str, int, float], DriftRun]]:
+           ) -> tuple[dict[tuple[str, int, float], CensoredTimes], dict[tuple[str, int, float], DriftRun]]:
     """Chapter 3's survey: for every model (``name -> (loaded, conditional)``, as
     ``tokendyn.publish.book.load_mlms`` gives) and length ``n``, ``pairs`` pairs from real passages (the
     first chain of each from :data:`FIRST_TOPICS`, the second from :data:`SECOND_TOPICS`), run at
     every tau for ``budget[n]`` steps with the first chains' drift recorded ``records`` times over
     ``drift_budget[n]`` steps (:func:`coupling_drift_grid`, one store cell per model and n).
-    Returns ``(coupling, drift)`` keyed by ``(model, n, tau)``: ``(times, censored)`` and a
+    Returns ``(coupling, drift)`` keyed by ``(model, n, tau)``: :class:`~tokendyn.mcmc.censored.CensoredTimes` and a
     :class:`~tokendyn.mcmc.diagnostics.drift.DriftRun`. ``progress`` wraps the loop (a progress bar)."""
     starts = {(name, n): (start_states(loaded, n, pairs, topics=FIRST_TOPICS, seed=seed),
                           start_states(loaded, n, pairs, topics=SECOND_TOPICS, seed=seed))
@@ -223,14 +226,14 @@ def coupon_anchor(ns: Sequence[int], budget: Mapping[int, int], pairs: int, *, s
         uni = toy.uniform(n, 4)
         xa = torch.zeros(pairs, n, dtype=torch.long)
         ya = torch.ones(pairs, n, dtype=torch.long)
-        (T, cens), = coupling_grid(uni, xa, ya, taus=[1.0], max_steps=budget[n], seed=seed, store=store,
-                                   key=f"uniform-n{n}", tag={"model": "uniform"}).values()
-        km = survival(T, cens, torch.arange(budget[n] + 1.0))
-        lo, hi = median_draws_interval(bootstrap_medians({n: (T, cens)}, n_boot=n_boot, seed=seed)[n])
+        cell, = coupling_grid(uni, xa, ya, taus=[1.0], max_steps=budget[n], seed=seed, store=store,
+                              key=f"uniform-n{n}", tag={"model": "uniform"}).values()
+        km = survival(cell.times, cell.censored, torch.arange(cell.cap + 1.0))
+        lo, hi = median_draws_interval(bootstrap_medians({n: cell}, n_boot=n_boot, seed=seed)[n])
         rows.append({"n": n, "measured_median": km.median(), "median_lo": lo, "median_hi": hi,
                      "exact_median": toy.coupon_collector_median(n),
                      "max_abs_gap_survival": float((km.surv - toy.coupon_collector_survival(n, budget[n])).abs().max()),
-                     "censored": int(cens.sum())})
+                     "censored": int(cell.censored.sum())})
     return rows
 
 
@@ -257,8 +260,8 @@ def potts_anchor(pairs: int, *, seed: int, steps: int = 300, store: Store | None
     d = toy.tv_to_stationarity(P, toy.stationary(P), steps)
     x, y = torch.zeros(1, 5, dtype=torch.long), torch.ones(1, 5, dtype=torch.long)
     pair_tv = toy.pair_tv(P, int(toy.state_index(x, 3)), int(toy.state_index(y, 3)), steps)
-    (T, c), = coupling_grid(potts, x.expand(pairs, 5).clone(), y.expand(pairs, 5).clone(), taus=[1.0],
-                            max_steps=steps, seed=seed, store=store, key="potts", tag={"model": "potts"}).values()
-    km = survival(T, c, torch.arange(steps + 1.0))
+    cell, = coupling_grid(potts, x.expand(pairs, 5).clone(), y.expand(pairs, 5).clone(), taus=[1.0],
+                          max_steps=steps, seed=seed, store=store, key="potts", tag={"model": "potts"}).values()
+    km = survival(cell.times, cell.censored, torch.arange(cell.cap + 1.0))
     return PottsAnchor(km, pair_tv, d, mixing_time(d, 0.25),
                        int(((km.surv + 3 / math.sqrt(pairs)) < pair_tv).sum()))

@@ -29,8 +29,9 @@ from ..core import data
 from ..core.checks import check_range
 from ..core.stats import Estimate, bootstrap, kolmogorov_band, wilson
 from ..mcmc import glauber, sampling
+from ..mcmc.censored import CensoredTimes
 from ..mcmc.conditional import ConditionalModel, MLMConditional, content_ids
-from ..mcmc.diagnostics import n_log_n, survival
+from ..mcmc.diagnostics import budget_steps, median_times, survival
 from . import rectangle
 from .experiments import start_states
 
@@ -81,20 +82,22 @@ def logits_kl(ref_logits: Tensor, test_logits: Tensor, taus: Sequence[float]) ->
 
 @dataclass(frozen=True)
 class PairedCoupling:
-    """Coupling times of the same pairs under two models (``*_ref``/``*_test``, [B] each)."""
+    """Coupling times of the same pairs under two models, ``ref`` and ``test`` ([B] each, both
+    censored at the budget), and the largest gap between their survival curves."""
 
-    times_ref: Tensor
-    censored_ref: Tensor
-    times_test: Tensor
-    censored_test: Tensor
+    ref: CensoredTimes
+    test: CensoredTimes
     max_survival_gap: float
-    max_steps: int
+
+    @property
+    def max_steps(self) -> int:
+        """The budget both runs were watched for (their cap)."""
+        return self.ref.cap
 
     def medians(self) -> tuple[float, float]:
         """Kaplan-Meier medians (inf when more than half are censored)."""
-        grid = torch.arange(self.max_steps + 2.0)
-        return (survival(self.times_ref, self.censored_ref, grid).median(),
-                survival(self.times_test, self.censored_test, grid).median())
+        med = median_times({"ref": self.ref, "test": self.test})
+        return med["ref"], med["test"]
 
 
 def paired_coupling(ref: ConditionalModel, test: ConditionalModel, x0: Tensor, y0: Tensor, *,
@@ -106,15 +109,11 @@ def paired_coupling(ref: ConditionalModel, test: ConditionalModel, x0: Tensor, y
     """
     _same_support(ref, test)
     check_range("max_steps", max_steps, 1, None, integer=True)
-    a = glauber.coupling_times(ref, x0, y0, tau=tau, max_steps=max_steps, seed=seed)
-    b = glauber.coupling_times(test, x0, y0, tau=tau, max_steps=max_steps, seed=seed)
-    grid = torch.arange(max_steps + 2.0)
-    ta, ca = a.times.cpu().double(), (~a.coupled).cpu()
-    tb, cb = b.times.cpu().double(), (~b.coupled).cpu()
-    sa = survival(ta, ca, grid)
-    sb = survival(tb, cb, grid)
-    gap = float((sa.surv - sb.surv).abs().max())
-    return PairedCoupling(ta, ca, tb, cb, gap, max_steps)
+    runs = [glauber.coupling_times(m, x0, y0, tau=tau, max_steps=max_steps, seed=seed).times for m in (ref, test)]
+    a, b = (CensoredTimes(r.times.cpu(), r.censored.cpu(), cap=r.cap) for r in runs)
+    grid = torch.arange(max_steps + 1.0)
+    sa, sb = (survival(r.times, r.censored, grid).surv for r in (a, b))
+    return PairedCoupling(a, b, float((sa - sb).abs().max()))
 
 
 def paired_delta(ref: ConditionalModel, test: ConditionalModel, x: Tensor, *, seed: int,
@@ -166,7 +165,7 @@ class FidelitySummary:
         c = self.coupling
         return {"kl": {str(t): dict(vars(e)) for t, e in self.kl.items()}, "argmax_agree": dict(vars(self.argmax_agree)),
                 "coupling": {"median_fp32": self.medians[0], "median_bf16": self.medians[1],
-                             "max_survival_gap": c.max_survival_gap, "band": self.band, "pairs": int(c.times_ref.numel()),
+                             "max_survival_gap": c.max_survival_gap, "band": self.band, "pairs": int(c.ref.times.numel()),
                              "tau": self.tau, "n": self.n},
                 "delta": {"fp32": dict(vars(self.delta_ref)), "bf16": dict(vars(self.delta_test)),
                           "paired_difference": dict(vars(self.delta_diff))},
@@ -216,6 +215,6 @@ def bf16_fidelity(ref: Any, test: Any, *, n: int, passages: int, taus: Sequence[
             raise ValueError(f"{name}={count}: only {len(texts)} passages of at least {2 * n} words at "
                              f"per_topic={per_topic}; ask for fewer or raise per_topic")
     x0, y0 = (start_states(ref, n, pairs, topics=t, seed=seed) for t in PAIR_TOPICS)
-    max_steps = int(round(budget_factor * n_log_n(n)))
+    max_steps = budget_steps(budget_factor, n)
     return compare(MLMConditional(ref), MLMConditional(test), content_ids(ref, texts[:passages], n), x0, y0,
                    content_ids(ref, texts[:rectangles], n), taus=taus, tau=tau, max_steps=max_steps, seed=seed)

@@ -15,7 +15,8 @@ The kernel is written BlackJAX-style:
   (``"random"``, ``"maximal"``, ...) and resolve them once, before the loop.
 - :func:`run` is the one driver loop, for chains and pairs alike: it records every ``k`` steps,
   stops when every pair has coupled and can drop coupled pairs. :func:`sample` and
-  :func:`coupling_times` are seeded wrappers over it.
+  :func:`coupling_times` are seeded wrappers over it; coupling times come out as
+  :class:`~tokendyn.mcmc.censored.CensoredTimes` (a pair still apart is censored at the budget).
 
 Nothing in a step reads a value back to the host, so a CUDA run is not synchronised per step (a
 coupled run checks for early exit only every ``check_every`` steps).
@@ -37,6 +38,7 @@ import torch
 from torch import Tensor
 
 from ..core.checks import check_choice, check_range
+from .censored import CensoredTimes
 from .conditional import ConditionalModel, check_states
 from .sampling import (Temperature, check_distribution, check_tau, check_uniforms, draw, draw_tempered, make_generator,
                        no_mass, probabilities, uniforms)
@@ -130,15 +132,15 @@ class StepInfo:
 class RunResult:
     """Output of :func:`run`.
 
-    ``state``: the final state (every row, coupled pairs included). For pairs, ``times`` ``[B]``
-    is each row's first all-sites agreement (``0`` if it started equal), censored at
-    ``steps + 1`` with ``coupled`` ``[B]`` False. With ``record_every=k``, ``trajectory``
-    ``[T, B, n]`` holds the (first) chains at ``steps_recorded`` ``[T]`` = ``0, k, 2k, ...``.
+    ``state``: the final state (every row, coupled pairs included). For pairs, ``times`` holds
+    each row's first all-sites agreement (``0`` if it started equal), a row still apart after
+    ``steps`` steps censored there (:class:`~tokendyn.mcmc.censored.CensoredTimes`, ``cap = steps``).
+    With ``record_every=k``, ``trajectory`` ``[T, B, n]`` holds the (first) chains at
+    ``steps_recorded`` ``[T]`` = ``0, k, 2k, ...``.
     """
 
     state: GlauberState | CoupledState
-    times: Tensor | None = None
-    coupled: Tensor | None = None
+    times: CensoredTimes | None = None
     trajectory: Tensor | None = None
     steps_recorded: Tensor | None = None
 
@@ -157,16 +159,14 @@ class SampleResult:
 class CouplingResult:
     """Output of :func:`coupling_times`.
 
-    ``times`` ``[B]``: the first step at which the two chains of a row agree at every site
-    (``0`` if they start equal). A row that has not coupled within ``max_steps`` is censored:
-    its time is ``max_steps + 1`` and ``coupled`` ``[B]`` is False. Censored rows are kept, so
-    ``P(T > t)`` is read directly for every ``t <= max_steps``. With ``record_every=k``,
+    ``times``: for each row ``[B]`` the first step at which its two chains agree at every site
+    (``0`` if they start equal); a row that has not coupled within ``max_steps`` is censored there
+    (:class:`~tokendyn.mcmc.censored.CensoredTimes`, ``cap = max_steps``). Censored rows are kept, so
+    ``P(T > t)`` is read directly for every ``t < max_steps``. With ``record_every=k``,
     ``trajectory`` ``[T, B, n]`` holds the first chain of every pair at ``steps_recorded`` ``[T]``.
     """
 
-    times: Tensor
-    coupled: Tensor
-    max_steps: int
+    times: CensoredTimes
     trajectory: Tensor | None = None
     steps_recorded: Tensor | None = None
 
@@ -324,7 +324,7 @@ def run(model: ConditionalModel, state: GlauberState | CoupledState, gen: torch.
     if pairs:
         y = state.y
         x_all, y_all = x.clone(), y.clone()
-        times = torch.where((x == y).all(1), 0, steps + 1).to(dev)
+        times = torch.where((x == y).all(1), 0, steps + 1).to(dev)  # steps + 1: not coupled yet (inside run only)
         live = torch.arange(b, device=dev)  # rows of the full batch still in x, y
     tau_live = tau.to(dev) if isinstance(tau, Tensor) else tau
     k = 0
@@ -363,8 +363,9 @@ def run(model: ConditionalModel, state: GlauberState | CoupledState, gen: torch.
     if not pairs:
         return RunResult(state=GlauberState(tokens=x, t=t0 + k), **traj)
     x_all[live], y_all[live] = x, y
-    return RunResult(state=CoupledState(x=x_all, y=y_all, t=t0 + k), times=times, coupled=times <= steps,
-                     **traj)
+    apart = times > steps
+    return RunResult(state=CoupledState(x=x_all, y=y_all, t=t0 + k),
+                     times=CensoredTimes(torch.where(apart, steps, times), apart, cap=steps), **traj)
 
 
 def sample(model: ConditionalModel, x0: Tensor, *, steps: int, tau: Temperature, seed: int,
@@ -402,7 +403,7 @@ def coupling_times(model: ConditionalModel, x0: Tensor, y0: Tensor, *, tau: Temp
                    record_every: int | None = None, record_steps: int | None = None) -> CouplingResult:
     """Couple two Glauber chains per row (``x0``, ``y0`` ``[B, n]``) for up to ``max_steps`` steps
     -> :class:`CouplingResult`: each row's first all-sites agreement time, censored at
-    ``max_steps + 1``. ``P(T > t)`` bounds the distance to stationarity ``d(t)`` from these two
+    ``max_steps``. ``P(T > t)`` bounds the distance to stationarity ``d(t)`` from these two
     starts. The options are :func:`run`'s; ``tau`` is a float or a ``[B]`` tensor (one temperature
     per pair). Recorded first chains are exact Glauber trajectories (a maximal or CRN coupling
     leaves each chain's law untouched), so a drift measurement gets them for free.
@@ -415,8 +416,7 @@ def coupling_times(model: ConditionalModel, x0: Tensor, y0: Tensor, *, tau: Temp
     r = run(model, init_coupled(x0, y0), gen, steps=max_steps, tau=tau, scan=scan, coupling=coupling,
             record_every=record_every, record_steps=record_steps, check_every=check_every,
             drop_coupled=drop_coupled)
-    return CouplingResult(times=r.times, coupled=r.coupled, max_steps=max_steps, trajectory=r.trajectory,
-                          steps_recorded=r.steps_recorded)
+    return CouplingResult(times=r.times, trajectory=r.trajectory, steps_recorded=r.steps_recorded)
 
 
 def greedy_fixed_point(model: ConditionalModel, x0: Tensor, *, max_sweeps: int = 50) -> tuple[Tensor, Tensor]:

@@ -26,6 +26,7 @@ from .. import __version__
 from ..core.atomic import MissingRecordError, RecordError, read_record, write_json, write_text  # noqa: F401 (the errors: re-exported)
 from ..core.jsonable import plain as _plain
 from ..core.paths import data_dir, results_dir
+from ..mcmc.censored import CensoredTimes
 
 RECORD_DIRTY = "TOKENDYN_RECORD_DIRTY"
 """Set to ``1`` to let a dirty checkout write under ``data/`` (a scratch run; it says so in its provenance)."""
@@ -197,33 +198,61 @@ def check_recordable(path: str | Path, dirty: bool | None = None) -> None:
                       f"{RECORD_DIRTY}=1 for a scratch run")
 
 
-def save_run(path: str | Path, cells: dict[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]], *,
+def _cell_cap(params: Mapping[str, Any], n: int) -> int:
+    """The budget a chapter 3 run gave its cells of length ``n``: the largest of its ``budget_factors``
+    times n ln n (the run is made at the largest and cut at the others)."""
+    from ..mcmc.diagnostics.scaling import budget_steps
+
+    return budget_steps(max(params["budget_factors"]), n)
+
+
+def save_run(path: str | Path, cells: Mapping[tuple[str, int, float], CensoredTimes], *,
              command: str, params: dict[str, Any], seed: int | None, models: list[str],
              setup: Any = None) -> Path:
     """Record a run's coupling times as an artifact (``data/runs/``), with what made it.
 
-    ``cells`` maps ``(model, n, tau)`` to ``(times [N], censored [N])``; ``command`` is the command
-    line that remakes the run. Returns the path written.
+    ``cells`` maps ``(model, n, tau)`` to its :class:`~tokendyn.mcmc.censored.CensoredTimes`;
+    ``command`` is the command line that remakes the run. A cell's ``times`` and ``censored`` are
+    written, not its cap: :func:`load_run` reads the cap back from ``params["budget_factors"]``, so a
+    cell whose cap is not that budget is refused (``ValueError``) before anything is written.
+    Returns the path written.
     """
     path = Path(path)
+    if "budget_factors" not in params:
+        raise ValueError("params must hold the run's budget_factors: load_run reads each cell's cap from them")
+    for (m, n, t), cell in cells.items():
+        if cell.cap != _cell_cap(params, n):
+            raise ValueError(f"cell ({m!r}, {n}, {t:g}) has cap {cell.cap}, not the run's budget "
+                             f"{_cell_cap(params, n)} (max(budget_factors) n ln n): load_run would misread it")
     prov = provenance(params, seed, models, setup)
     check_recordable(path, prov.get("git_dirty"))
     record = {"kind": RUN_KIND, "command": command,
-              "cells": [{"model": m, "n": int(n), "tau": float(t), "times": [int(v) for v in T.tolist()],
-                         "censored": [bool(v) for v in c.tolist()]} for (m, n, t), (T, c) in cells.items()],
+              "cells": [{"model": m, "n": int(n), "tau": float(t), "times": [int(v) for v in cell.times.tolist()],
+                         "censored": [bool(v) for v in cell.censored.tolist()]} for (m, n, t), cell in cells.items()],
               "provenance": prov}
     write_json(path, record, sort_keys=True)
     return path
 
 
-def load_run(path: str | Path) -> tuple[dict[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]],
-                                         dict[str, Any]]:
-    """Read a run recorded by :func:`save_run`: ``(cells, {"command", "provenance"})``
-    (:class:`RecordError`, naming the file and its command, when it is damaged or another kind)."""
+def load_run(path: str | Path) -> tuple[dict[tuple[str, int, float], CensoredTimes], dict[str, Any]]:
+    """Read a run recorded by :func:`save_run`: ``(cells, {"command", "provenance"})``, each cell a
+    :class:`~tokendyn.mcmc.censored.CensoredTimes` capped at the run's budget for its length
+    (``max(budget_factors)`` n ln n, from the record's params). :class:`RecordError`, naming the file
+    and its command, when it is damaged, another kind, or its cells do not fit that cap."""
     record = read_record(path, kind=RUN_KIND, keys=("cells", "command", "provenance"))
-    cells = {(c["model"], c["n"], c["tau"]): (torch.tensor(c["times"], dtype=torch.long),
-                                              torch.tensor(c["censored"], dtype=torch.bool))
-             for c in record["cells"]}
+    params = record["provenance"].get("params") or {}
+    if "budget_factors" not in params:
+        raise RecordError(f"record {path} names no budget_factors in its params: the cap of its cells is not "
+                          f"known. Remake it with: {record['command']}")
+    cells = {}
+    for c in record["cells"]:
+        try:
+            cells[(c["model"], c["n"], c["tau"])] = CensoredTimes(torch.tensor(c["times"], dtype=torch.long),
+                                                                  torch.tensor(c["censored"], dtype=torch.bool),
+                                                                  cap=_cell_cap(params, c["n"]))
+        except ValueError as e:
+            raise RecordError(f"record {path}: cell ({c['model']!r}, {c['n']}, {c['tau']:g}): {e}. "
+                              f"Remake it with: {record['command']}") from e
     return cells, {"command": record["command"], "provenance": record["provenance"]}
 
 

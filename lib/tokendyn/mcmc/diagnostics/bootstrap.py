@@ -1,11 +1,12 @@
 """Intervals for coupling-time summaries: bootstrap over the runs of each cell.
 
-A cell is the ``(times [N], censored [N])`` of the runs at one (model, n, tau). Resampling runs
+A cell is the :class:`~tokendyn.mcmc.censored.CensoredTimes` of the runs at one (model, n, tau)
+(the pre-registered rules here read it as its ``(times [N], censored [N])`` pair). Resampling runs
 with replacement and recomputing the Kaplan-Meier median gives the median's interval; feeding the
 resampled medians through :func:`~.scaling.scaling_fit` and :func:`~.scaling.crossover` gives
 intervals on ``C(tau)`` and on the crossover ``tau*(n)``. One run is a prefix of any longer run
-with the same seed, so :func:`censor_at` turns a run at a large budget into the exact run at any
-smaller one: ``tau*`` against the budget comes from one run.
+with the same seed, so :func:`censor_at` (:func:`censor_cells` for every cell of a run) turns a run at
+a large budget into the exact run at any smaller one: ``tau*`` against the budget comes from one run.
 """
 
 from __future__ import annotations
@@ -19,18 +20,19 @@ import numpy as np
 import torch
 
 from ...core.checks import check_range
-from .scaling import crossover, n_log_n, scaling_fit, shape_slope
+from ..censored import CensoredTimes
+from .scaling import budget_steps, crossover, n_log_n, scaling_fit, shape_slope
 from .survival import as_1d, median_times
 
 K = TypeVar("K", bound=Hashable)
 
-__all__ = ["censor_at", "bootstrap_medians", "median_draws_interval", "Crossover", "crossover_draws",
+__all__ = ["censor_at", "censor_cells", "bootstrap_medians", "median_draws_interval", "Crossover", "crossover_draws",
            "rise_probability", "scaling_C_interval", "shape_slope_interval", "scaling_table", "Source",
            "CrossoverSurvey", "crossover_survey", "ratios_at"]
 
-Cells = Mapping[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]]
+Cells = Mapping[tuple[str, int, float], CensoredTimes]
 Source = tuple[Cells, Sequence[str], Sequence[int], Sequence[float]]
-"""One run's coupling times ``{(model, n, tau): (times, censored)}`` with its models, lengths and the
+"""One run's coupling times ``{(model, n, tau): CensoredTimes}`` with its models, lengths and the
 temperatures to read ``tau*`` on."""
 
 
@@ -49,6 +51,16 @@ def censor_at(times: torch.Tensor, censored: torch.Tensor, budget: int) -> tuple
                          f"({int(t[c].min())}): allowed 0..{int(t[c].min())}")
     late = c | (t > budget)
     return torch.where(late, torch.full_like(t, budget), t), late
+
+
+def censor_cells(cells: Cells, budget_factor: float) -> dict[tuple[str, int, float], CensoredTimes]:
+    """Every cell of a run as the run stopped at ``budget_factor`` n ln n steps (:func:`budget_steps`
+    of the cell's ``n``) would have left it: :func:`censor_at`, with that budget as the new cap."""
+    out = {}
+    for key, cell in cells.items():
+        budget = budget_steps(budget_factor, key[1])
+        out[key] = CensoredTimes(*censor_at(cell.times, cell.censored, budget), cap=budget)
+    return out
 
 
 def _as_inf(times: torch.Tensor | Sequence[float], censored: torch.Tensor | Sequence[bool], key: object) -> np.ndarray:
@@ -156,13 +168,13 @@ def shape_slope_interval(ns: Sequence[int], draws: Mapping[int, np.ndarray],
     return median_draws_interval(slopes, level)
 
 
-def scaling_table(cells: Mapping[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]], names: Sequence[str],
-                  ns: Sequence[int], taus: Sequence[float], *, n_boot: int = 1000, seed: int = 0,
-                  cap: float = math.inf) -> tuple[list[dict], list[dict]]:
+def scaling_table(cells: Cells, names: Sequence[str], ns: Sequence[int], taus: Sequence[float], *,
+                  n_boot: int = 1000, seed: int = 0, cap: float = math.inf) -> tuple[list[dict], list[dict]]:
     """The n ln n scaling of one run, with bootstrap intervals over the runs of each cell.
 
-    ``cells`` maps ``(model, n, tau)`` to ``(times [N], censored [N])`` for every model in
-    ``names``, length in ``ns`` and temperature in ``taus``. Returns ``(fits, ratios)``:
+    ``cells`` maps ``(model, n, tau)`` to the runs' :class:`~tokendyn.mcmc.censored.CensoredTimes`
+    for every model in ``names``, length in ``ns`` and temperature in ``taus``. Returns
+    ``(fits, ratios)``:
 
     - ``fits``, one row per (model, tau): ``C`` of ``T = C n ln n`` and its interval
       (``C_lo``, ``C_hi``), the flatness ``slope`` of :func:`~.scaling.scaling_fit`, and the
@@ -198,7 +210,7 @@ def ratios_at(cells: Cells, model: str, budget_factor: float, *, n_boot: int, se
     """:func:`scaling_table`'s ratio rows of one ``model`` at every length and temperature it was run
     at (its hotter ones too), the run re-censored at ``budget_factor`` n ln n and drawn there when
     censored."""
-    cut = {k: censor_at(T, c, int(round(budget_factor * n_log_n(k[1])))) for k, (T, c) in cells.items() if k[0] == model}
+    cut = censor_cells({k: cell for k, cell in cells.items() if k[0] == model}, budget_factor)
     ns, taus = sorted({k[1] for k in cut}), sorted({k[2] for k in cut})
     return scaling_table(cut, [model], ns, taus, n_boot=n_boot, seed=seed, cap=budget_factor)[1]
 
@@ -206,7 +218,7 @@ def ratios_at(cells: Cells, model: str, budget_factor: float, *, n_boot: int, se
 def _cut_medians(cells: Cells, budget_factor: float, *, n_boot: int, seed: int
                  ) -> tuple[dict[tuple[str, int, float], float], dict[tuple[str, int, float], np.ndarray]]:
     """Medians and their bootstrap draws of every cell, re-censored at ``budget_factor`` n ln n."""
-    cut = {k: censor_at(T, c, int(round(budget_factor * n_log_n(k[1])))) for k, (T, c) in cells.items()}
+    cut = censor_cells(cells, budget_factor)
     return median_times(cut), bootstrap_medians(cut, n_boot=n_boot, seed=seed)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ...core.checks import check_range
 
-__all__ = ["n_log_n", "ScalingFit", "scaling_fit", "shape_slope", "crossover"]
+__all__ = ["n_log_n", "budget_steps", "ScalingFit", "scaling_fit", "shape_slope", "crossover"]
 
 
 def n_log_n(n: int | float) -> float:
@@ -19,6 +19,11 @@ def n_log_n(n: int | float) -> float:
         raise TypeError(f"n must be a number, got {n!r}")
     check_range("n", n if isinstance(n, (int, float)) else float(n), 1)
     return n * math.log(n)
+
+
+def budget_steps(factor: float, n: int) -> int:
+    """The step budget ``factor`` n ln n of a chain of length ``n``, rounded to a whole step."""
+    return int(round(factor * n_log_n(n)))
 
 
 @dataclass(frozen=True)

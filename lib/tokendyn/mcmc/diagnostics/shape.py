@@ -20,6 +20,7 @@ import torch
 from scipy import optimize, special
 
 from ...core.checks import check_range
+from ..censored import CensoredTimes
 
 __all__ = ["ShapeComparison", "censored_lognormal_fit", "compare_shapes", "shapes_by_model", "shape_words"]
 
@@ -84,6 +85,7 @@ class ShapeComparison:
 
 
 def _stack(cells: Mapping[int, tuple[torch.Tensor, torch.Tensor]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # reads each cell as a (times, censored) pair, as compare_shapes (pre-registered rule code) hands it
     ns, lt, cen = [], [], []
     for n, (T, c) in sorted(cells.items()):
         check_range("n", n, 2, None, integer=True)
@@ -128,9 +130,9 @@ def compare_shapes(cells: Mapping[int, tuple[torch.Tensor, torch.Tensor]], *, po
                            ns=tuple(int(k) for k in sorted(cells)), n_times=int(n.size), n_censored=int(cen.sum()))
 
 
-def shapes_by_model(cells: Mapping[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]],
-                    models: Sequence[str], taus: Sequence[float], *, power: float = 1.5) -> dict[str, dict[float, ShapeComparison]]:
-    """:func:`compare_shapes` for every model and temperature of a run's cells ``{(model, n, tau): (times, censored)}``
+def shapes_by_model(cells: Mapping[tuple[str, int, float], CensoredTimes], models: Sequence[str], taus: Sequence[float],
+                    *, power: float = 1.5) -> dict[str, dict[float, ShapeComparison]]:
+    """:func:`compare_shapes` for every model and temperature of a run's cells ``{(model, n, tau): CensoredTimes}``
     -> ``{model: {tau: ShapeComparison}}``, each over every length the run has for it (what claim 4's rule reads)."""
     out: dict[str, dict[float, ShapeComparison]] = {}
     for m in models:
@@ -141,7 +143,7 @@ def shapes_by_model(cells: Mapping[tuple[str, int, float], tuple[torch.Tensor, t
     return out
 
 
-def _no_fit(cells: Mapping[int, tuple[torch.Tensor, torch.Tensor]], power: float) -> ShapeComparison | None:
+def _no_fit(cells: Mapping[int, CensoredTimes], power: float) -> ShapeComparison | None:
     """A temperature too cold to fit: fewer than two distinct coupled times over all its lengths (no
     likelihood has a scale to fit), so no median can lie inside its budget either. Its comparison
     says *did not couple* (``medians_finite`` False, the fits NaN) instead of failing the whole run;
@@ -151,8 +153,8 @@ def _no_fit(cells: Mapping[int, tuple[torch.Tensor, torch.Tensor]], power: float
     _, lt, cen = _stack(cells)
     if np.unique(lt[~cen]).size >= 2:
         return None
-    medians = [float(np.median(np.where(torch.as_tensor(c, dtype=torch.bool).numpy(), np.inf,
-                                        torch.as_tensor(T, dtype=torch.float64).numpy()))) for T, c in cells.values()]
+    medians = [float(np.median(np.where(cell.censored.numpy(), np.inf, cell.times.double().numpy())))
+               for cell in cells.values()]
     if all(math.isfinite(v) for v in medians):
         return None  # every median coupled on one repeated time: let the fit say what is wrong
     nan = math.nan

@@ -1,9 +1,11 @@
-"""Chapter 3's claim rows and the texts its reading glues, assembled from the chapter's tables.
+"""Chapter 3's claim rows and the texts its two pages glue, assembled from their tables.
 
-The chapter measures (:mod:`tokendyn.analysis.experiments`, :mod:`tokendyn.mcmc.diagnostics`) and
+The pages measure (:mod:`tokendyn.analysis.experiments`, :mod:`tokendyn.mcmc.diagnostics`) and
 the rules judge (:func:`~tokendyn.publish.verdicts.claim_4`, :func:`~tokendyn.publish.verdicts.claim_5`);
 this module only puts their numbers into the rows of the claims table and the sentences of the
-page, so the notebook stays data -> call -> table.
+pages, so each notebook stays data -> call -> table. Page 3.1 (``03_phase_transition``: anchors,
+coupling survey, drift) calls :func:`survey_rule_texts` and :func:`anchor_finding`; page 3.2
+(``03_phase_transition_crossover``: scaling, ``tau*``, claims 4 and 5) calls the rest.
 
 The tables it reads are the chapter's DataFrames: ``cross`` (one row per source, model, budget and
 length: :attr:`~tokendyn.mcmc.diagnostics.CrossoverSurvey.rows`), ``sens`` (the same at every
@@ -24,21 +26,26 @@ from .. import claims, verdicts
 from . import default
 from ..book import fmt, interval
 
-__all__ = ["rule_texts", "shape_finding", "crossover_finding", "anchor_finding", "crossover_texts", "shape_texts",
+__all__ = ["survey_rule_texts", "rule_texts", "shape_finding", "crossover_finding", "anchor_finding", "crossover_texts", "shape_texts",
            "size_texts"]
 
 Shapes = Mapping[str, Mapping[float, ShapeComparison]]
 
 
 
-def rule_texts() -> dict[str, str]:
-    """The thresholds the page's definitions state, read from the code that applies them: claim 4's
-    likelihood level, lengths, span and lowest temperature (:func:`~tokendyn.publish.verdicts.claim_4`),
-    claim 5's band and rise level (:func:`~tokendyn.publish.verdicts.claim_5`), the drift plateau's
-    relative tolerance (:func:`~tokendyn.mcmc.diagnostics.plateau`) and the cloze-probe floor of a
-    model that uses its context (:data:`~tokendyn.models.shipped.CONTEXT_TOP5`)."""
+def survey_rule_texts() -> dict[str, str]:
+    """The thresholds page 3.1's definitions state, read from the code that applies them: the drift
+    plateau's relative tolerance (:func:`~tokendyn.mcmc.diagnostics.plateau`) and the cloze-probe
+    floor of a model that uses its context (:data:`~tokendyn.models.shipped.CONTEXT_TOP5`)."""
     from ...models.shipped import CONTEXT_TOP5
 
+    return {"plateau_tol": f"{default(plateau, 'rel_tol'):.0%}", "context_floor": f"{CONTEXT_TOP5:g}"}
+
+
+def rule_texts() -> dict[str, str]:
+    """The thresholds page 3.2's definitions state, read from the rules that apply them: claim 4's
+    likelihood level, lengths, span and lowest temperature (:func:`~tokendyn.publish.verdicts.claim_4`),
+    claim 5's band and rise level (:func:`~tokendyn.publish.verdicts.claim_5`)."""
     level = default(verdicts.claim_4, "level")
     band = default(verdicts.claim_5, "band")
     return {"claim4_level": f"ln {math.exp(level):.0f} ≈ {level:.1f}",
@@ -46,9 +53,7 @@ def rule_texts() -> dict[str, str]:
             "claim4_span": f"{default(verdicts.claim_4, 'min_span'):g}x",
             "claim4_hot": f"{default(verdicts.claim_4, 'hot'):g}",
             "claim5_band": f"[{band[0]:g}, {band[1]:g}]",
-            "claim5_rise": f"{default(verdicts.claim_5, 'rise_level'):.1%}",
-            "plateau_tol": f"{default(plateau, 'rel_tol'):.0%}",
-            "context_floor": f"{CONTEXT_TOP5:g}"}
+            "claim5_rise": f"{default(verdicts.claim_5, 'rise_level'):.1%}"}
 
 
 def shape_finding(shapes: Shapes, *, source: str, ns: Sequence[int], pairs: int, budget: float) -> claims.Finding:

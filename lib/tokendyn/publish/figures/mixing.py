@@ -11,6 +11,7 @@ import torch
 
 from ...analysis.fidelity import PairedCoupling
 from ...analysis.traps import geometric_survival
+from ...mcmc.censored import CensoredTimes
 from ...mcmc.diagnostics import Survival, survival
 from ...mcmc.toy import coupon_collector_survival
 from ._style import tau_palette
@@ -124,27 +125,28 @@ def _step_curve(km: Survival) -> torch.Tensor:
     return km.known & change
 
 
-def survival_grid(coupling: Mapping[tuple[str, int, float], tuple[torch.Tensor, torch.Tensor]],
-                  budget: Mapping[int, int]) -> alt.FacetChart:
+def survival_grid(coupling: Mapping[tuple[str, int, float], CensoredTimes]) -> alt.FacetChart:
     """Coupling survival P(T > t), one panel per model (rows) and length n (columns), one curve per tau.
 
-    ``coupling`` maps (model, n, tau) -> ``(times [B], censored [B])``; ``budget`` maps n -> the
-    step budget (the curve's right end). Each panel also shows the exact coupon-collector law of
-    the uniform model (black, dashed), the tau -> infinity limit.
+    ``coupling`` maps (model, n, tau) -> :class:`~tokendyn.mcmc.censored.CensoredTimes`; each curve
+    ends at its cap (the step budget). Each panel also shows the exact coupon-collector law of the
+    uniform model (black, dashed), the tau -> infinity limit, up to the panel's largest cap.
     """
     rows = []
-    for (name, n, tau), (T, c) in coupling.items():
-        km = survival(T, c, torch.arange(budget[n] + 1.0))
+    for (name, n, tau), cell in coupling.items():
+        km = survival(cell.times, cell.censored, torch.arange(cell.cap + 1.0))
         keep = _step_curve(km)   # a step curve is drawn exactly by its change points and its two ends
         rows.append(pd.DataFrame({"model": name, "n": n, "curve": f"tau={tau:g}", "t": km.t[keep].numpy(),
                                   "P(T > t)": km.surv[keep].numpy()}))
     surv_df = pd.concat(rows)
-    panels = list(dict.fromkeys((name, n) for name, n, _ in coupling))
+    caps: dict[tuple[str, int], int] = {}
+    for (name, n, _), cell in coupling.items():
+        caps[(name, n)] = max(caps.get((name, n), 0), cell.cap)
     taus = list(dict.fromkeys(tau for _, _, tau in coupling))
     cc_df = pd.concat([pd.DataFrame({"model": name, "n": n, "curve": UNIFORM,
-                                     "t": range(budget[n] + 1),
-                                     "P(T > t)": coupon_collector_survival(n, budget[n]).numpy()})
-                       .iloc[::max(1, budget[n] // 150)] for name, n in panels])
+                                     "t": range(cap + 1),
+                                     "P(T > t)": coupon_collector_survival(n, cap).numpy()})
+                       .iloc[::max(1, cap // 150)] for (name, n), cap in caps.items()])
     curves = [f"tau={t:g}" for t in taus] + [UNIFORM]
     return alt.Chart(pd.concat([surv_df, cc_df])).mark_line(interpolate="step-after").encode(
         x=alt.X("t:Q", title="steps t"), y=alt.Y("P(T > t):Q"),
@@ -158,13 +160,12 @@ def survival_grid(coupling: Mapping[tuple[str, int, float], tuple[torch.Tensor, 
 
 
 def paired_survival(pc: PairedCoupling, labels: tuple[str, str] = ("fp32", "bf16")) -> alt.Chart:
-    """Coupling survival of the same pairs under a reference and a test model (``labels``), one step
-    past the budget ``pc.max_steps``."""
-    grid = torch.arange(pc.max_steps + 2.0)
-    surv = pd.concat([pd.DataFrame({"t": grid.numpy(), "P(T > t)": survival(t_, c_, grid).surv.numpy(),
+    """Coupling survival of the same pairs under a reference and a test model (``labels``), up to
+    the budget ``pc.max_steps``."""
+    grid = torch.arange(pc.max_steps + 1.0)
+    surv = pd.concat([pd.DataFrame({"t": grid.numpy(), "P(T > t)": survival(cell.times, cell.censored, grid).surv.numpy(),
                                     "model dtype": lab})
-                      for lab, t_, c_ in ((labels[0], pc.times_ref, pc.censored_ref),
-                                          (labels[1], pc.times_test, pc.censored_test))])
+                      for lab, cell in ((labels[0], pc.ref), (labels[1], pc.test))])
     return alt.Chart(surv).mark_line(interpolate="step-after").encode(
         x=alt.X("t:Q", title="steps t"), y="P(T > t):Q", color="model dtype:N", strokeDash="model dtype:N"
     ).properties(height=220)
