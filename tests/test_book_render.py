@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
+from test_toc import toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -44,18 +45,7 @@ def _need(cond: bool, why: str) -> None:
 
 def _toc_files() -> list[str]:
     """Every document _toc.yml lists (root first), as paths without suffix."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(entries):
-        for e in entries or []:
-            if "file" in e:
-                files.append(e["file"])
-            walk(e.get("sections"))
-
-    for part in toc.get("parts", [{"chapters": toc.get("chapters")}]):
-        walk(part.get("chapters"))
-    return files
+    return toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text()))
 
 
 def _pages() -> list[Path]:

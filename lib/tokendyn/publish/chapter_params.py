@@ -135,6 +135,16 @@ def _runs_listed(name: str, v: Any, p: Params) -> None:
 
 
 SEED = ("seed", integer(0))
+_SURVEY = (
+    SEED, ("ns", each(integer(2, 510))), ("taus", each(tau())),
+    Derived("len(taus)", ("taus",), lambda p: len(p["taus"]), integer(2)),
+    ("n_pairs", integer(2)), ("budget_factors", each(number(1.0))),
+    ("drift_budget_factor", number(0.5, lambda p: max(p["budget_factors"]))), ("records", integer(4)),
+    ("theta", number(0.0, 1.0, lo_open=True)),
+)
+"""Chapter 3's coupling survey (page 3.1 runs it, page 3.2 reads it from the page store): its lengths,
+temperatures, pairs, budgets, drift records and mixing threshold."""
+
 _CHAIN_STARTS = (
     ("attractor_tokens", integer(4, 510)), ("chains_per_cell", integer(1)), ("region_topics", each(choice(TOPICS))),
     Derived("'politics' in region_topics", ("region_topics",), lambda p: "politics", choice(lambda p: p["region_topics"])),
@@ -176,19 +186,10 @@ RULES: dict[str, list[tuple[str, Check] | Derived]] = {
         ("recorded_ladder", json_path("scripts/record_size_ladder.py")),
     ],
     "03_phase_transition": [
-        SEED, ("ns", each(integer(2, 510))), ("taus", each(tau())),
-        Derived("len(taus)", ("taus",), lambda p: len(p["taus"]), integer(2)),
-        ("n_pairs", integer(2)), ("budget_factors", each(number(1.0))),
-        ("drift_budget_factor", number(0.5, lambda p: max(p["budget_factors"]))), ("records", integer(4)),
-        ("theta", number(0.0, 1.0, lo_open=True)), ("anchor_pairs", integer(10)),
-        ("n_boot", integer(100)), ("record_to", recordable()),
+        *_SURVEY, ("anchor_pairs", integer(10)), ("n_boot", integer(100)), ("record_to", recordable()),
     ],
     "03_phase_transition_crossover": [
-        SEED, ("ns", each(integer(2, 510))), ("taus", each(tau())),
-        Derived("len(taus)", ("taus",), lambda p: len(p["taus"]), integer(2)),
-        ("n_pairs", integer(2)), ("budget_factors", each(number(1.0))),
-        ("drift_budget_factor", number(0.5, lambda p: max(p["budget_factors"]))), ("records", integer(4)),
-        ("theta", number(0.0, 1.0, lo_open=True)), ("blowup", number(1.0)),
+        *_SURVEY, ("blowup", number(1.0)),
         ("recorded_runs", rule(lambda p: not isinstance(p["recorded_runs"], str),
                                "recorded_runs={recorded_runs!r}: give a list of paths under data/ (or [])")),
         ("shape_run", _runs_listed), ("crossover_run", _runs_listed),
